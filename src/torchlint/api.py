@@ -1,0 +1,125 @@
+"""The Python API used by the CLI, the tests and the later depths."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+from torchlint.catalog import UNREADABLE_FILE
+from torchlint.config import Settings
+from torchlint.finding import FileResult, Finding
+from torchlint.static.cache import Cache, content_key
+from torchlint.static.discovery import discover, relative_to_root
+from torchlint.static.engine import check_text, might_have_findings
+from torchlint.static.suppress import is_ignored
+
+POOL_THRESHOLD = 8  # fewer files than this to parse: a process pool costs more than it saves
+
+
+def check_source(source: str, path: str = "<string>", settings: Settings | None = None) -> list[Finding]:
+    """Lint one file's text."""
+    settings = settings or Settings()
+    findings, _ = check_text(source, path, settings.enabled(), settings.options)
+    return _apply_per_file_ignores(findings, path, settings)
+
+
+def check_paths(
+    paths: Iterable[str | os.PathLike[str]],
+    settings: Settings | None = None,
+    jobs: int = 1,
+    cache: bool = False,
+) -> list[Finding]:
+    return [f for result in check_files(paths, settings, jobs, cache) for f in result.findings]
+
+
+def check_files(
+    paths: Iterable[str | os.PathLike[str]],
+    settings: Settings | None = None,
+    jobs: int = 1,
+    cache: bool = False,
+) -> list[FileResult]:
+    """Lint files and directories; results come back in discovery order whatever the job count."""
+    settings = settings or Settings()
+    files = discover([Path(p) for p in paths], settings)
+    enabled = settings.enabled()
+    store = Cache(settings.root / ".torchlint_cache", settings.fingerprint()) if cache else None
+
+    results: list[FileResult | None] = [None] * len(files)
+    todo: list[tuple[int, str, str, str | None]] = []  # index, display path, text, cache key
+    for index, file in enumerate(files):
+        display = _display(file)
+        try:
+            data = file.read_bytes()
+        except OSError as error:
+            results[index] = _unreadable(display, error.strerror or str(error), enabled)
+            continue
+        key = content_key(data) if store is not None else None
+        if key is not None:
+            hit = store.get(key)
+            if hit is not None:
+                results[index] = FileResult(display, [Finding.from_dict(f).with_path(display) for f in hit])
+                continue
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as error:
+            results[index] = _unreadable(display, f"not valid UTF-8 ({error.reason} at byte {error.start})", enabled)
+            continue
+        if not might_have_findings(text):
+            results[index] = FileResult(display, [])
+            if store is not None:
+                store.put(key, [])
+            continue
+        todo.append((index, display, text, key))
+
+    workers = min(jobs, len(todo)) if jobs > 1 and len(todo) >= POOL_THRESHOLD else 1
+    if workers > 1:
+        chunk = max(1, len(todo) // (workers * 8))
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            outputs = list(pool.map(_check_one, [(t[2], t[1], enabled, settings.options) for t in todo],
+                                    chunksize=chunk))
+    else:
+        outputs = [_check_one((t[2], t[1], enabled, settings.options)) for t in todo]
+
+    for (index, display, _text, key), (findings, parsed) in zip(todo, outputs):
+        if store is not None:
+            store.put(key, [f.to_dict() for f in findings])
+        results[index] = FileResult(display, findings, parsed)
+    if store is not None:
+        store.save()
+
+    final = []
+    for file, result in zip(files, results):
+        assert result is not None
+        result.findings = _apply_per_file_ignores(result.findings, relative_to_root(file, settings), settings)
+        final.append(result)
+    return final
+
+
+def _check_one(job):
+    text, path, enabled, options = job
+    return check_text(text, path, enabled, options)
+
+
+def _display(file: Path) -> str:
+    text = file.as_posix()
+    return text[2:] if text.startswith("./") else text
+
+
+def _unreadable(path: str, reason: str, enabled: frozenset[str]) -> FileResult:
+    if UNREADABLE_FILE.code not in enabled:
+        return FileResult(path, [])
+    finding = Finding(
+        code=UNREADABLE_FILE.code, name=UNREADABLE_FILE.name, severity=UNREADABLE_FILE.severity,
+        message=f"cannot read file: {reason}", path=path, line=1, column=1, end_line=1, end_column=1,
+        help=UNREADABLE_FILE.summary,
+    )
+    return FileResult(path, [finding])
+
+
+def _apply_per_file_ignores(findings: list[Finding], relative: str, settings: Settings) -> list[Finding]:
+    if not settings.per_file_ignores or not findings:
+        return findings
+    ignored = set(settings.ignored_for(relative))
+    return [f for f in findings if not is_ignored(f.code, ignored)]

@@ -1,0 +1,80 @@
+"""Rule metadata shared by every depth: codes, names, severities, options, docs."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+DOCS_URL = "https://github.com/torchlint/torchlint/blob/main/rules/{code}.md"
+
+
+@dataclass(frozen=True)
+class RuleInfo:
+    code: str
+    name: str
+    severity: str
+    summary: str
+    default_enabled: bool = True
+    fixable: bool = False
+    tags: tuple[str, ...] = ()
+    precision: str = "high"  # SARIF/CodeQL precision: very-high | high | medium | low
+    options: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def help_uri(self) -> str:
+        return DOCS_URL.format(code=self.code)
+
+
+# Engine-level findings: not produced by a rule module.
+SYNTAX_ERROR = RuleInfo(
+    "TL001", "syntax-error", "error", "The file could not be parsed.", tags=("engine",),
+    precision="very-high",
+)
+UNREADABLE_FILE = RuleInfo(
+    "TL002", "unreadable-file", "error",
+    "The file could not be read or decoded as UTF-8.", tags=("engine",), precision="very-high",
+)
+ENGINE_RULES = (SYNTAX_ERROR, UNREADABLE_FILE)
+
+
+def all_rules() -> list[RuleInfo]:
+    """Every rule of every depth, sorted by code."""
+    from torchlint.static.rules import STATIC_RULES
+
+    infos = list(ENGINE_RULES) + [rule.info for rule in STATIC_RULES]
+    return sorted(infos, key=lambda r: r.code)
+
+
+def rules_by_code() -> dict[str, RuleInfo]:
+    return {r.code: r for r in all_rules()}
+
+
+def _docs_dirs() -> list[Path]:
+    here = Path(__file__).resolve().parent
+    return [here / "_rule_docs", here.parents[1] / "rules"]
+
+
+def rule_doc(code: str) -> str | None:
+    for folder in _docs_dirs():
+        path = folder / f"{code}.md"
+        if path.is_file():
+            return path.read_text(encoding="utf-8")
+    return None
+
+
+_SECTION = re.compile(r"^## (.+?)\s*$", re.M)
+
+
+def doc_sections(text: str) -> dict[str, str]:
+    """Split a rule doc into its `## Section` bodies."""
+    parts = _SECTION.split(text)
+    return {parts[i].strip(): parts[i + 1].strip() for i in range(1, len(parts) - 1, 2)}
+
+
+def full_description(code: str) -> str:
+    doc = rule_doc(code)
+    if doc is None:
+        return ""
+    return doc_sections(doc).get("What it does", "")

@@ -1,0 +1,131 @@
+"""Command line: `torchlint [check] PATH...`, `torchlint rule CODE`, `torchlint rules`."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from torchlint import __version__
+from torchlint.catalog import all_rules, rule_doc, rules_by_code
+from torchlint.config import ConfigError, Settings, load_settings
+
+COMMANDS = ("check", "rule", "rules")
+EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2, as for every usage error
+        raise ConfigError(message)
+
+
+def _codes(text: str) -> list[str]:
+    return [part.strip().upper() for part in text.split(",") if part.strip()]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="torchlint", description="Lint PyTorch code for NaN/Inf, autograd, "
+                     "training-loop, memory and reproducibility bugs.")
+    parser.add_argument("--version", action="version", version=f"torchlint {__version__}")
+    sub = parser.add_subparsers(dest="command", parser_class=_Parser)
+
+    check = sub.add_parser("check", help="lint files and directories (the default command)")
+    check.add_argument("paths", nargs="*", default=["."], help="files or directories (default: .)")
+    check.add_argument("--select", type=_codes, help="codes or prefixes to enable (replaces the default set); ALL for every rule")
+    check.add_argument("--extend-select", type=_codes, default=[], help="codes or prefixes to enable on top")
+    check.add_argument("--ignore", type=_codes, default=[], help="codes or prefixes to disable")
+    check.add_argument("--output-format", choices=("text", "json", "sarif", "github"), default="text")
+    check.add_argument("-o", "--output-file", type=Path, help="write the report to this file")
+    check.add_argument("--statistics", action="store_true", help="print counts per rule instead of findings")
+    check.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
+    check.add_argument("--no-cache", action="store_true", help="do not read or write .torchlint_cache/")
+    check.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1, help="worker processes (default: CPU count)")
+    check.add_argument("--config", type=Path, help="pyproject.toml to read [tool.torchlint] from")
+
+    rule = sub.add_parser("rule", help="print a rule's documentation")
+    rule.add_argument("code")
+    sub.add_parser("rules", help="list the rule catalog")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv or (argv[0] not in COMMANDS and argv[0] not in ("-h", "--help", "--version")):
+        argv.insert(0, "check")
+    try:
+        args = build_parser().parse_args(argv)
+        if args.command == "rules":
+            return _list_rules()
+        if args.command == "rule":
+            return _show_rule(args.code)
+        return _check(args)
+    except ConfigError as error:
+        print(f"torchlint: error: {error}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        return 130
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    if args.config is not None and not args.config.is_file():
+        raise ConfigError(f"config file not found: {args.config}")
+    start = Path(args.paths[0]) if args.paths else Path.cwd()
+    settings = load_settings(args.config, start if start.exists() else Path.cwd())
+    if args.select is not None:
+        settings.select = args.select
+    settings.extend_select += args.extend_select
+    settings.ignore += args.ignore
+    settings.validate()
+    return settings
+
+
+def _check(args: argparse.Namespace) -> int:
+    from torchlint.api import check_files
+    from torchlint.report import FORMATS
+
+    if args.jobs < 1:
+        raise ConfigError("--jobs must be at least 1")
+    missing = [p for p in args.paths if not os.path.exists(p)]
+    if missing:
+        raise ConfigError(f"path not found: {missing[0]}")
+    settings = _settings(args)
+    results = check_files(args.paths, settings, jobs=args.jobs, cache=not args.no_cache)
+    findings = sorted((f for r in results for f in r.findings), key=lambda f: f.sort_key)
+    to_terminal = args.output_file is None and sys.stdout.isatty()
+    report = FORMATS[args.output_format](
+        findings, statistics=args.statistics, color=to_terminal and not os.environ.get("NO_COLOR"),
+        root=str(settings.root if settings.source else Path.cwd()),
+    )
+    if args.output_file is not None:
+        try:
+            args.output_file.write_text(report, encoding="utf-8")
+        except OSError as error:
+            raise ConfigError(f"cannot write {args.output_file}: {error.strerror}") from None
+    else:
+        sys.stdout.write(report)
+    if findings and not args.exit_zero:
+        return EXIT_FINDINGS
+    return EXIT_OK
+
+
+def _list_rules() -> int:
+    print(f"{'code':<7} {'name':<30} {'severity':<8} {'default':<7} fix")
+    for info in all_rules():
+        default = "on" if info.default_enabled else "off"
+        print(f"{info.code:<7} {info.name:<30} {info.severity:<8} {default:<7} {'yes' if info.fixable else '-'}")
+    return EXIT_OK
+
+
+def _show_rule(code: str) -> int:
+    code = code.upper()
+    by_code = rules_by_code()
+    if code not in by_code:
+        by_name = {info.name: info.code for info in by_code.values()}
+        if code.lower() not in by_name:
+            raise ConfigError(f"unknown rule: {code}")
+        code = by_name[code.lower()]
+    doc = rule_doc(code)
+    info = by_code[code]
+    print(doc if doc is not None else f"# {info.code} {info.name}\n\n{info.summary}")
+    return EXIT_OK

@@ -1,0 +1,74 @@
+"""The one finding type every depth (static, graph, runtime) emits."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+SEVERITIES = ("error", "warning", "info")
+
+
+@dataclass(frozen=True)
+class Edit:
+    """Replace the text between two 1-based (line, column) positions; end is exclusive."""
+
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    content: str
+
+
+@dataclass(frozen=True)
+class Fix:
+    message: str
+    applicability: str  # "safe" | "unsafe"
+    edits: tuple[Edit, ...]
+
+
+@dataclass(frozen=True)
+class Finding:
+    code: str
+    name: str
+    severity: str
+    message: str
+    path: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    help: str = ""
+    fix: Fix | None = None
+    depths: tuple[str, ...] = ("static",)
+
+    @property
+    def sort_key(self) -> tuple[Any, ...]:
+        return (self.path, self.line, self.column, self.code)
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["depths"] = list(self.depths)
+        if self.fix is not None:
+            data["fix"]["edits"] = [asdict(e) for e in self.fix.edits]
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Finding:
+        data = dict(data)
+        fix = data.pop("fix", None)
+        if fix is not None:
+            fix = Fix(fix["message"], fix["applicability"], tuple(Edit(**e) for e in fix["edits"]))
+        data["depths"] = tuple(data.get("depths", ("static",)))
+        return cls(fix=fix, **data)
+
+    def with_path(self, path: str) -> Finding:
+        return replace(self, path=path)
+
+
+@dataclass
+class FileResult:
+    """Findings for one file plus whether it had to be parsed (for statistics)."""
+
+    path: str
+    findings: list[Finding] = field(default_factory=list)
+    parsed: bool = False

@@ -1,0 +1,56 @@
+"""Human output: `path:line:col: CODE message`, the source line with a caret, the help line."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+from torchlint.finding import Finding
+
+
+def _source_line(path: str, line: int, cache: dict[str, list[str]]) -> str | None:
+    if path not in cache:
+        try:
+            cache[path] = Path(path).read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError):
+            cache[path] = []
+    lines = cache[path]
+    return lines[line - 1] if 0 < line <= len(lines) else None
+
+
+def render_text(findings: list[Finding], *, statistics: bool = False, color: bool = False, **_: object) -> str:
+    bold, red, cyan, reset = ("\033[1m", "\033[31m", "\033[36m", "\033[0m") if color else ("",) * 4
+    out: list[str] = []
+    if statistics:
+        counts = Counter((f.code, f.name) for f in findings)
+        fixable = Counter(f.code for f in findings if f.fix is not None)
+        for (code, name), count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
+            marker = "[*]" if fixable[code] else "   "
+            out.append(f"{count:>5}\t{code}\t{marker} {name}")
+        return "\n".join(out) + ("\n" if out else "")
+    sources: dict[str, list[str]] = {}
+    for finding in findings:
+        marker = " [*]" if finding.fix is not None and finding.fix.applicability == "safe" else ""
+        out.append(f"{bold}{finding.path}:{finding.line}:{finding.column}:{reset} "
+                   f"{red}{finding.code}{reset}{marker} {finding.message}")
+        text = _source_line(finding.path, finding.line, sources)
+        if text is not None and text.strip():
+            number = str(finding.line)
+            width = max(1, (finding.end_column - finding.column) if finding.end_line == finding.line
+                        else len(text) - finding.column + 1)
+            out.append(f"  {number} | {text}")
+            out.append(f"  {' ' * len(number)} | {' ' * (finding.column - 1)}{red}^{'~' * (width - 1)}{reset}")
+        if finding.help:
+            out.append(f"  {cyan}= help:{reset} {finding.help}")
+        out.append("")
+    total = len(findings)
+    if total:
+        safe = sum(1 for f in findings if f.fix is not None and f.fix.applicability == "safe")
+        files = len({f.path for f in findings})
+        summary = f"Found {total} finding{'s' if total != 1 else ''} in {files} file{'s' if files != 1 else ''}"
+        if safe:
+            summary += f" ({safe} fixable with --fix)"
+        out.append(summary + ".")
+    else:
+        out.append("All checks passed!")
+    return "\n".join(out) + "\n"

@@ -1,0 +1,1 @@
+"""Depth 1: the LibCST static checker."""

@@ -1,0 +1,133 @@
+"""Per-file state shared by the walker and the rules."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import libcst as cst
+
+from torchlint.catalog import RuleInfo
+from torchlint.static.values import NOTHING, Value
+
+
+@dataclass
+class PendingFix:
+    message: str
+    applicability: str  # "safe" | "unsafe"
+    replacements: list[tuple[cst.CSTNode, str]]
+
+
+@dataclass
+class Pending:
+    """A finding whose position is resolved after the walk (only files with findings pay)."""
+
+    rule: RuleInfo
+    node: cst.CSTNode
+    message: str
+    fix: PendingFix | None = None
+
+
+class CallInfo:
+    """A call resolved to a canonical op: the form it was written in and its arguments."""
+
+    __slots__ = ("node", "op", "qual", "form", "receiver", "args", "kwargs", "callee")
+
+    def __init__(self, node: cst.Call) -> None:
+        self.node = node
+        self.op: str | None = None
+        self.qual: str | None = None  # qualified name for function/class calls
+        self.form = "unknown"  # "function" | "method" | "module" | "local" | "unknown"
+        self.receiver: cst.BaseExpression | None = None  # `x` in `x.log()`
+        self.args: list[cst.BaseExpression] = []
+        self.kwargs: dict[str, cst.BaseExpression] = {}
+        self.callee: Value = NOTHING
+
+    @property
+    def operand(self) -> cst.BaseExpression | None:
+        """The tensor an op applies to: the receiver of a method, else the first argument."""
+        if self.form == "method":
+            return self.receiver
+        return self.args[0] if self.args else None
+
+    def param(self, position: int, name: str) -> cst.BaseExpression | None:
+        """Argument by its position in the function form (method form shifts by one) or name."""
+        if name in self.kwargs:
+            return self.kwargs[name]
+        if self.form == "method":
+            position -= 1
+        if 0 <= position < len(self.args):
+            return self.args[position]
+        return None
+
+
+@dataclass
+class FileContext:
+    path: str
+    source: str
+    module: cst.Module
+    options: dict[str, dict[str, Any]]
+    aliases: dict[str, str] = field(default_factory=dict)
+    values: dict[int, Value] = field(default_factory=dict)
+    calls: dict[int, CallInfo] = field(default_factory=dict)
+    claimed: set[int] = field(default_factory=set)
+    pending: list[Pending] = field(default_factory=list)
+
+    # -- names -------------------------------------------------------------
+    def qualify(self, node: cst.BaseExpression) -> str | None:
+        """Qualified name of a dotted expression whose root is an import, e.g. F.log -> torch.nn.functional.log."""
+        parts: list[str] = []
+        while isinstance(node, cst.Attribute):
+            parts.append(node.attr.value)
+            node = node.value
+        if not isinstance(node, cst.Name):
+            return None
+        root = self.aliases.get(node.value)
+        if root is None:
+            return None
+        parts.append(root)
+        return ".".join(reversed(parts))
+
+    def alias_for(self, qualified: str) -> str | None:
+        """How this file spells a module, e.g. 'torch.nn.functional' -> 'F'."""
+        best = None
+        for local, target in self.aliases.items():
+            if target == qualified:
+                return local
+            if qualified.startswith(target + ".") and (best is None or len(target) > len(best[1])):
+                best = (local, target)
+        if best is not None:
+            return best[0] + qualified[len(best[1]):]
+        return None
+
+    # -- values --------------------------------------------------------------
+    def value(self, node: cst.CSTNode | None) -> Value:
+        if node is None:
+            return NOTHING
+        return self.values.get(id(node), NOTHING)
+
+    def call(self, node: cst.CSTNode | None) -> CallInfo | None:
+        return self.calls.get(id(node)) if node is not None else None
+
+    def code(self, node: cst.CSTNode, limit: int = 60) -> str:
+        text = " ".join(self.module.code_for_node(node).split())
+        return text if len(text) <= limit else text[: limit - 1] + "…"
+
+    def exact_code(self, node: cst.CSTNode) -> str:
+        return self.module.code_for_node(node)
+
+    # -- findings -------------------------------------------------------------
+    def claim(self, node: cst.CSTNode) -> None:
+        self.claimed.add(id(node))
+
+    def is_claimed(self, node: cst.CSTNode) -> bool:
+        return id(node) in self.claimed
+
+    def option(self, rule: RuleInfo, name: str) -> Any:
+        return self.options.get(rule.code, {}).get(name, rule.options[name])
+
+    def report(
+        self, rule: RuleInfo, node: cst.CSTNode, message: str, fix: PendingFix | None = None
+    ) -> None:
+        self.claim(node)
+        self.pending.append(Pending(rule, node, message, fix))

@@ -1,0 +1,106 @@
+"""Check one file's text: prefilter, parse once, one walk for all rules, locate, suppress."""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Any
+
+import libcst as cst
+
+from torchlint.catalog import SYNTAX_ERROR, RuleInfo
+from torchlint.finding import Edit, Finding, Fix
+from torchlint.static import suppress
+from torchlint.static.context import FileContext
+from torchlint.static.locate import locate
+from torchlint.static.rules import STATIC_RULES, Rule
+from torchlint.static.walker import Walker
+
+# Every rule needs torch or numpy to be imported: files that never mention them are skipped unparsed.
+_RELEVANT = re.compile(r"\b(?:torch|numpy)\b")
+
+
+def might_have_findings(source: str) -> bool:
+    return _RELEVANT.search(source) is not None
+
+
+@lru_cache(maxsize=32)
+def _handlers(enabled: frozenset[str]) -> tuple[list, list, list]:
+    calls, binops, augassigns = [], [], []
+    for rule in STATIC_RULES:
+        if rule.info.code not in enabled:
+            continue
+        for name, bucket in (("on_call", calls), ("on_binop", binops), ("on_augassign", augassigns)):
+            if getattr(type(rule), name) is not getattr(Rule, name):
+                bucket.append(getattr(rule, name))
+    return calls, binops, augassigns
+
+
+def check_text(
+    source: str,
+    path: str,
+    enabled: frozenset[str],
+    options: dict[str, dict[str, Any]] | None = None,
+) -> tuple[list[Finding], bool]:
+    """Findings for one file, and whether it was parsed."""
+    if not might_have_findings(source):
+        return [], False
+    file_ignored = suppress.file_ignores(source)
+    if suppress.is_ignored("ALL", file_ignored):
+        return [], False
+    try:
+        module = cst.parse_module(source)
+    except cst.ParserSyntaxError as error:
+        if SYNTAX_ERROR.code not in enabled:
+            return [], True
+        message = f"syntax error: {error.message.strip().splitlines()[0]}"
+        line, column = error.raw_line, error.raw_column + 1
+        return [_finding(SYNTAX_ERROR, message, path, (line, column, line, column))], True
+    except (RecursionError, MemoryError, ValueError) as error:  # pathological input
+        return [_finding(SYNTAX_ERROR, f"could not parse: {type(error).__name__}", path, (1, 1, 1, 1))], True
+
+    ctx = FileContext(path=path, source=source, module=module, options=options or {})
+    Walker(ctx, *_handlers(enabled)).run(module)
+    if not ctx.pending:
+        return [], True
+
+    targets = [p.node for p in ctx.pending]
+    for pending in ctx.pending:
+        if pending.fix is not None:
+            targets.extend(node for node, _ in pending.fix.replacements)
+    spans = locate(module, targets)
+    lines = source.splitlines()
+    findings = []
+    seen = set()
+    for pending in ctx.pending:
+        span = spans.get(id(pending.node))
+        if span is None:
+            continue
+        code = pending.rule.code
+        key = (code, span)
+        if key in seen or suppress.is_ignored(code, file_ignored):
+            continue
+        seen.add(key)
+        line_text = lines[span[0] - 1] if span[0] - 1 < len(lines) else ""
+        if suppress.line_suppresses(line_text, code):
+            continue
+        fix = None
+        if pending.fix is not None:
+            edits = tuple(
+                Edit(*spans[id(node)], content=text)
+                for node, text in pending.fix.replacements
+                if id(node) in spans
+            )
+            fix = Fix(pending.fix.message, pending.fix.applicability, edits)
+        findings.append(_finding(pending.rule, pending.message, path, span, fix))
+    findings.sort(key=lambda f: f.sort_key)
+    return findings, True
+
+
+def _finding(rule: RuleInfo, message: str, path: str, span, fix: Fix | None = None) -> Finding:
+    line, column, end_line, end_column = span
+    return Finding(
+        code=rule.code, name=rule.name, severity=rule.severity, message=message, path=path,
+        line=line, column=column, end_line=end_line, end_column=end_column,
+        help=rule.summary, fix=fix,
+    )

@@ -1,0 +1,82 @@
+"""Source positions for just the nodes that were reported.
+
+LibCST's PositionProvider records a range for every node of the module and
+costs more than the parse; findings are rare, so instead one code-generation
+pass notes the token index where each *reported* node starts and ends, and
+token indexes are turned into line/column at the end.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from itertools import accumulate
+
+import libcst as cst
+from libcst._nodes.internal import CodegenState
+
+Span = tuple[int, int, int, int]  # line, column, end_line, end_column (1-based, end exclusive)
+
+
+class _Locator(CodegenState):
+    def __init__(self, module: cst.Module, targets: set[int]) -> None:
+        super().__init__(default_indent=module.default_indent, default_newline=module.default_newline)
+        self.targets = targets
+        self.marks: dict[int, tuple[int, int]] = {}
+        self.syntactic: set[int] = set()
+        self.starts: list[int] = []
+
+    def before_codegen(self, node: cst.CSTNode) -> None:
+        if id(node) in self.targets:
+            self.starts.append(len(self.tokens))
+
+    def after_codegen(self, node: cst.CSTNode) -> None:
+        key = id(node)
+        if key in self.targets:
+            start = self.starts.pop()
+            if key not in self.syntactic:
+                self.marks[key] = (start, len(self.tokens))
+
+    @contextmanager
+    def record_syntactic_position(self, node, *, start_node=None, end_node=None) -> Iterator[None]:
+        key = id(node)
+        if key not in self.targets:
+            yield
+            return
+        start = len(self.tokens)
+        yield
+        self.syntactic.add(key)
+        self.marks[key] = (start, len(self.tokens))
+
+
+def locate(module: cst.Module, nodes: Iterable[cst.CSTNode]) -> dict[int, Span]:
+    targets = {id(node) for node in nodes}
+    state = _Locator(module, targets)
+    module._codegen(state)
+    offsets = [0, *accumulate(len(token) for token in state.tokens)]
+    code = "".join(state.tokens)
+    line_starts = [0]
+    newline = code.find("\n")
+    while newline != -1:
+        line_starts.append(newline + 1)
+        newline = code.find("\n", newline + 1)
+
+    def position(token_index: int, is_end: bool) -> tuple[int, int]:
+        offset = offsets[token_index]
+        if is_end:
+            # Skip back over trailing whitespace/newlines that belong to the node's tokens.
+            while offset > 0 and code[offset - 1] in " \t\r\n":
+                offset -= 1
+        else:
+            while offset < len(code) and code[offset] in " \t\r\n":
+                offset += 1
+        line = bisect_right(line_starts, offset)
+        return line, offset - line_starts[line - 1] + 1
+
+    spans: dict[int, Span] = {}
+    for key, (start, end) in state.marks.items():
+        line, column = position(start, False)
+        end_line, end_column = position(end, True)
+        spans[key] = (line, column, end_line, end_column)
+    return spans

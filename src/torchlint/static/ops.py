@@ -1,0 +1,128 @@
+"""Canonical op names: one name for the function, method and module forms of an op.
+
+``torch.log(x)``, ``numpy.log(x)`` and ``x.log()`` are all ``log``;
+``F.softmax``, ``torch.softmax``, ``x.softmax(d)`` and ``nn.Softmax()(x)`` are
+all ``softmax``. Rules and the value analysis speak only canonical names.
+"""
+
+from __future__ import annotations
+
+_TORCH_NP = ("torch.", "numpy.")
+
+# Function forms whose canonical name is their last component, in torch and numpy.
+_SHARED = (
+    "log", "log2", "log10", "log1p", "exp", "expm1", "sqrt", "sum", "mean", "std", "var",
+    "abs", "square", "clip", "maximum", "minimum", "matmul", "divide", "einsum", "where",
+    "nansum", "nanmean", "amax", "amin", "max", "min", "count_nonzero", "bincount", "dot",
+    "zeros", "ones", "zeros_like", "ones_like", "full",
+)
+FUNCTION_OPS: dict[str, str] = {prefix + name: name for prefix in _TORCH_NP for name in _SHARED}
+FUNCTION_OPS.update({
+    "numpy.absolute": "abs",
+    "numpy.true_divide": "divide",
+    "numpy.linalg.norm": "norm",
+    "numpy.array": "tensor",
+    "numpy.asarray": "tensor",
+    "torch.rsqrt": "rsqrt",
+    "torch.sigmoid": "sigmoid",
+    "torch.special.expit": "sigmoid",
+    "torch.nn.functional.sigmoid": "sigmoid",
+    "scipy.special.expit": "sigmoid",
+    "torch.softmax": "softmax",
+    "torch.special.softmax": "softmax",
+    "torch.nn.functional.softmax": "softmax",
+    "scipy.special.softmax": "softmax",
+    "torch.log_softmax": "log_softmax",
+    "torch.special.log_softmax": "log_softmax",
+    "torch.nn.functional.log_softmax": "log_softmax",
+    "torch.logsumexp": "logsumexp",
+    "torch.special.logsumexp": "logsumexp",
+    "torch.nn.functional.softplus": "softplus",
+    "torch.relu": "relu",
+    "torch.nn.functional.relu": "relu",
+    "torch.clamp": "clamp",
+    "torch.clamp_min": "clamp_min",
+    "torch.norm": "norm",
+    "torch.linalg.norm": "norm",
+    "torch.linalg.vector_norm": "norm",
+    "torch.pow": "pow",
+    "numpy.power": "pow",
+    "torch.div": "divide",
+    "torch.mm": "matmul",
+    "torch.bmm": "matmul",
+    "torch.nn.functional.linear": "matmul",
+    "torch.tensor": "tensor",
+    "torch.as_tensor": "tensor",
+    "torch.from_numpy": "tensor",
+    "torch.rand": "rand",
+    "torch.rand_like": "rand",
+    "numpy.random.rand": "rand",
+    "numpy.random.random": "rand",
+    "torch.nn.functional.binary_cross_entropy": "bce",
+    "torch.nn.functional.binary_cross_entropy_with_logits": "bce_logits",
+    "torch.nn.functional.cross_entropy": "cross_entropy",
+    "torch.nn.functional.nll_loss": "nll_loss",
+    "torch.nn.functional.normalize": "normalize",
+})
+
+# Method forms (``x.name(...)``) and the canonical op they denote.
+METHOD_OPS: dict[str, str] = {name: name for name in (
+    "log", "log2", "log10", "log1p", "exp", "expm1", "sqrt", "rsqrt", "sigmoid", "softmax",
+    "log_softmax", "logsumexp", "sum", "mean", "std", "var", "norm", "abs", "square", "pow",
+    "relu", "clamp", "clamp_min", "matmul", "amax", "amin", "max", "min", "nansum", "nanmean",
+    "count_nonzero", "bincount",
+)}
+METHOD_OPS.update({
+    "clip": "clamp", "clip_min": "clamp_min", "absolute": "abs", "div": "divide",
+    "true_divide": "divide", "mm": "matmul", "bmm": "matmul", "dot": "matmul",
+    "log_": "log", "sqrt_": "sqrt", "exp_": "exp", "sigmoid_": "sigmoid", "clamp_": "clamp",
+    "clamp_min_": "clamp_min", "div_": "divide",
+})
+
+# Ops that accept no positional argument in method form: `logger.log("x", v)` is not a log.
+NULLARY_METHODS = frozenset({
+    "log", "log2", "log10", "log1p", "exp", "expm1", "sqrt", "rsqrt", "sigmoid", "abs",
+    "square", "relu", "log_", "sqrt_", "exp_", "sigmoid_",
+})
+
+# Methods that return (a view or copy of) the same values.
+TRANSPARENT_METHODS = frozenset({
+    "detach", "clone", "contiguous", "view", "view_as", "reshape", "reshape_as", "flatten",
+    "squeeze", "unsqueeze", "permute", "transpose", "t", "expand", "expand_as", "repeat",
+    "cpu", "cuda", "gather", "index_select", "masked_select", "narrow", "select", "numpy",
+    "item", "tolist", "requires_grad_", "unflatten", "movedim", "roll", "flip", "chunk",
+    "split", "squeeze_", "unsqueeze_", "data",
+})
+UPCAST_METHODS = frozenset({"float", "double"})
+HALF_METHODS = frozenset({"half"})
+
+REDUCTIONS = frozenset({"sum", "mean", "norm", "std", "var", "nansum", "nanmean", "count"})
+EXTREMA = frozenset({"max", "min", "amax", "amin"})
+
+# nn.Module classes and the op their call applies.
+MODULE_OPS: dict[str, str] = {
+    "torch.nn.Sigmoid": "sigmoid",
+    "torch.nn.Softmax": "softmax",
+    "torch.nn.LogSoftmax": "log_softmax",
+    "torch.nn.ReLU": "relu",
+    "torch.nn.Softplus": "softplus",
+    "torch.nn.Linear": "linear",
+    "torch.nn.LazyLinear": "linear",
+    "torch.nn.Bilinear": "linear",
+    "torch.nn.Conv1d": "linear",
+    "torch.nn.Conv2d": "linear",
+    "torch.nn.Conv3d": "linear",
+    "torch.nn.BCELoss": "bce",
+    "torch.nn.BCEWithLogitsLoss": "bce_logits",
+    "torch.nn.CrossEntropyLoss": "cross_entropy",
+    "torch.nn.NLLLoss": "nll_loss",
+    "torch.nn.Identity": "identity",
+    "torch.nn.Dropout": "identity",
+    "torch.nn.Sequential": "sequential",
+    "torch.nn.Embedding": "embedding",
+}
+
+FLOAT16_NAMES = frozenset({"torch.float16", "torch.half", "numpy.float16"})
+UPCAST_DTYPES = frozenset({"torch.float32", "torch.float", "torch.float64", "torch.double"})
+
+LOG_OPS = frozenset({"log", "log2", "log10"})

@@ -1,0 +1,47 @@
+"""The interface every static rule implements, and helpers they share."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from torchlint.catalog import RuleInfo
+from torchlint.static.context import CallInfo, FileContext
+
+
+class Rule:
+    """A rule reacts to the walker's events; it overrides only the hooks it needs."""
+
+    info: RuleInfo
+
+    def on_call(self, ctx: FileContext, call: CallInfo) -> None:
+        """A call, resolved to a canonical op where possible."""
+
+    def on_binop(self, ctx: FileContext, node: cst.BinaryOperation) -> None:
+        """A binary operation, visited before its operands (pre-order)."""
+
+    def on_augassign(self, ctx: FileContext, node: cst.AugAssign) -> None:
+        """An augmented assignment such as `x /= n`."""
+
+
+def spelled(ctx: FileContext, call: CallInfo, name: str) -> str | None:
+    """How to write the function `name` in the same namespace as `call` (torch.log -> torch.log1p)."""
+    if call.form != "function" or call.qual is None:
+        return None
+    func = call.node.func
+    if isinstance(func, cst.Attribute):
+        return ctx.exact_code(func.value) + "." + name
+    module = call.qual.rsplit(".", 1)[0]
+    return ctx.alias_for(f"{module}.{name}")
+
+
+def is_const(ctx: FileContext, node: cst.BaseExpression | None, number: float) -> bool:
+    value = ctx.value(node)
+    return value.op == "const" and value.const == number
+
+
+def atom(ctx: FileContext, node: cst.BaseExpression) -> str:
+    """Source of `node`, parenthesised unless it is already an atom."""
+    text = ctx.exact_code(node)
+    if isinstance(node, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) or node.lpar:
+        return text
+    return f"({text})"

@@ -1,0 +1,61 @@
+"""TL102 log-of-probability: log(softmax(x)) / log(sigmoid(x))."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from torchlint.catalog import RuleInfo
+from torchlint.static.context import CallInfo, FileContext, PendingFix
+from torchlint.static.rules.base import Rule, spelled
+
+_BETTER = {"softmax": "log_softmax", "sigmoid": "logsigmoid"}
+
+
+class LogOfProbability(Rule):
+    info = RuleInfo(
+        "TL102", "log-of-probability", "warning",
+        "log of a softmax/sigmoid output underflows to -inf; use log_softmax / logsigmoid.",
+        fixable=True, tags=("numerics", "nan"),
+    )
+
+    def on_call(self, ctx: FileContext, call: CallInfo) -> None:
+        if call.op != "log" or call.operand is None or ctx.is_claimed(call.node):
+            return
+        value = ctx.value(call.operand)
+        if value.op not in _BETTER:
+            return
+        better = _BETTER[value.op]
+        message = (
+            f"`{ctx.code(call.node)}`: `{ctx.code(call.operand, 40)}` is {value.desc}; "
+            f"log underflows to -inf where {better}(x) stays finite"
+        )
+        ctx.report(self.info, call.node, message, _fix(ctx, call, value.node, better))
+
+
+def _fix(ctx: FileContext, call: CallInfo, producer_node, better: str) -> PendingFix | None:
+    producer = ctx.call(producer_node)
+    if producer is None or producer_node is not call.operand or producer.node.lpar:
+        return None
+    if better == "log_softmax":
+        if producer.form == "method":
+            new_func = f"{ctx.exact_code(producer.receiver)}.log_softmax"
+        elif producer.form == "function":
+            new_func = spelled(ctx, producer, "log_softmax")
+        else:
+            return None
+        if new_func is None:
+            return None
+        text = ctx.exact_code(producer.node)
+        old_func = ctx.exact_code(producer.node.func)
+        if not text.startswith(old_func):
+            return None
+        replacement = new_func + text[len(old_func):]
+    else:
+        logsigmoid = ctx.alias_for("torch.nn.functional.logsigmoid")
+        x = producer.operand
+        if logsigmoid is None or x is None or len(producer.args) + len(producer.kwargs) > (producer.form != "method"):
+            return None
+        replacement = f"{logsigmoid}({ctx.exact_code(x)})"
+    if not isinstance(call.node, cst.Call):
+        return None
+    return PendingFix(f"Replace with {better}", "safe", [(call.node, replacement)])

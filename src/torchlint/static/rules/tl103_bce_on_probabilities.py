@@ -1,0 +1,44 @@
+"""TL103 bce-on-probabilities: binary_cross_entropy / BCELoss fed sigmoid outputs."""
+
+from __future__ import annotations
+
+from torchlint.catalog import RuleInfo
+from torchlint.static.context import CallInfo, FileContext, PendingFix
+from torchlint.static.rules.base import Rule, spelled
+
+
+class BceOnProbabilities(Rule):
+    info = RuleInfo(
+        "TL103", "bce-on-probabilities", "warning",
+        "BCE on sigmoid outputs saturates; feed logits to binary_cross_entropy_with_logits.",
+        fixable=True, tags=("numerics", "nan", "loss"),
+    )
+
+    def on_call(self, ctx: FileContext, call: CallInfo) -> None:
+        if call.op != "bce":
+            return
+        prediction = call.param(0, "input") if call.form == "function" else call.operand
+        value = ctx.value(prediction)
+        if prediction is None or value.op != "sigmoid":
+            return
+        where = "BCELoss" if call.form == "module" else "binary_cross_entropy"
+        message = (
+            f"`{ctx.code(call.node)}`: `{ctx.code(prediction, 40)}` is {value.desc}; {where} on "
+            "probabilities saturates at 0/1 (clamped log, vanishing gradient). Pass the logits to "
+            "binary_cross_entropy_with_logits / BCEWithLogitsLoss"
+        )
+        ctx.report(self.info, call.node, message, _fix(ctx, call, prediction, value.node))
+
+
+def _fix(ctx: FileContext, call: CallInfo, prediction, producer_node) -> PendingFix | None:
+    producer = ctx.call(producer_node)
+    if call.form != "function" or producer is None or producer_node is not prediction:
+        return None
+    logits = producer.operand
+    new_func = spelled(ctx, call, "binary_cross_entropy_with_logits")
+    if logits is None or new_func is None or producer.node.lpar:
+        return None
+    if len(producer.args) + len(producer.kwargs) > (producer.form != "method"):
+        return None
+    replacements = [(call.node.func, new_func), (producer.node, ctx.exact_code(logits))]
+    return PendingFix("Use binary_cross_entropy_with_logits on the logits", "safe", replacements)

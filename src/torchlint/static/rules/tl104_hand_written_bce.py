@@ -1,0 +1,74 @@
+"""TL104 hand-written-bce: -(y*log(p) + (1-y)*log(1-p))."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from torchlint.catalog import RuleInfo
+from torchlint.static.context import CallInfo, FileContext
+from torchlint.static.ops import LOG_OPS
+from torchlint.static.rules.base import Rule
+from torchlint.static.values import POS
+
+
+class HandWrittenBce(Rule):
+    info = RuleInfo(
+        "TL104", "hand-written-bce", "warning",
+        "Hand-written binary cross-entropy is -inf/NaN when p reaches 0 or 1.",
+        tags=("numerics", "nan", "loss"),
+    )
+
+    def on_binop(self, ctx: FileContext, node: cst.BinaryOperation) -> None:
+        if ctx.is_claimed(node):
+            return
+        logs: list[CallInfo] = []
+        inner: list[cst.CSTNode] = []
+        _collect(ctx, node, logs, inner)
+        if len(logs) < 2:
+            return
+        texts = {id(log): _text(ctx, log.operand) for log in logs if log.operand is not None}
+        for first in logs:
+            for second in logs:
+                complement = second.operand
+                if not (isinstance(complement, cst.BinaryOperation)
+                        and isinstance(complement.operator, cst.Subtract)):
+                    continue
+                if ctx.value(complement.left).const != 1:
+                    continue
+                if _text(ctx, complement.right) != texts.get(id(first)):
+                    continue
+                if ctx.value(first.operand).sign == POS:
+                    continue  # clamped or eps-guarded: a deliberate, safe form
+                for claimed in inner:
+                    ctx.claim(claimed)
+                for log in logs:
+                    ctx.claim(log.node)
+                probability = ctx.code(first.operand, 30)
+                ctx.report(
+                    self.info, node,
+                    f"hand-written binary cross-entropy on `{probability}`: log({probability}) and "
+                    f"log(1 - {probability}) are -inf when it saturates at 0 or 1; compute the loss "
+                    "from logits with binary_cross_entropy_with_logits",
+                )
+                return
+
+
+def _collect(ctx: FileContext, node, logs: list[CallInfo], inner: list) -> None:
+    if isinstance(node, cst.BinaryOperation):
+        inner.append(node)
+        _collect(ctx, node.left, logs, inner)
+        _collect(ctx, node.right, logs, inner)
+    elif isinstance(node, cst.UnaryOperation):
+        _collect(ctx, node.expression, logs, inner)
+    elif isinstance(node, cst.Call):
+        call = ctx.call(node)
+        if call is None:
+            return
+        if call.op in LOG_OPS:
+            logs.append(call)
+        elif call.op in ("mean", "sum") and call.operand is not None:
+            _collect(ctx, call.operand, logs, inner)
+
+
+def _text(ctx: FileContext, node) -> str:
+    return "".join(ctx.exact_code(node).split()).strip("()")

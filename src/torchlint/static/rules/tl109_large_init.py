@@ -1,0 +1,58 @@
+"""TL109 large-init: parameters initialised to large values."""
+
+from __future__ import annotations
+
+from torchlint.catalog import RuleInfo
+from torchlint.static.context import CallInfo, FileContext
+from torchlint.static.rules.base import Rule
+
+# init function -> (positions of the numbers in the function form, their names, what they mean)
+_INIT = {
+    "uniform_": ((1, "a"), (2, "b")),
+    "normal_": ((2, "std"),),
+    "trunc_normal_": ((2, "std"),),
+    "constant_": ((1, "val"),),
+    "fill_": ((1, "value"),),
+}
+_METHOD_NAMES = {"uniform_": ((1, "from"), (2, "to")), "normal_": ((2, "std"),), "fill_": ((1, "value"),)}
+
+
+class LargeInit(Rule):
+    info = RuleInfo(
+        "TL109", "large-init", "warning",
+        "Parameters initialised to large values make activations and gradients explode.",
+        tags=("numerics", "init"),
+        options={"uniform-bound": 1.0, "normal-std": 1.0, "constant": 1.0},
+    )
+
+    def on_call(self, ctx: FileContext, call: CallInfo) -> None:
+        qual = call.qual or ""
+        name = qual.rsplit(".", 1)[-1]
+        if call.form == "function" and qual.startswith("torch.nn.init.") and name in _INIT:
+            slots = _INIT[name]
+        elif call.form == "method" and name in _METHOD_NAMES and ctx.value(call.receiver).kind == "param":
+            slots = _METHOD_NAMES[name]
+        else:
+            return
+        numbers = []
+        for position, keyword in slots:
+            value = ctx.value(call.param(position, keyword))
+            if value.op == "const" and value.const is not None:
+                numbers.append(abs(value.const))
+        if not numbers:
+            return
+        largest = max(numbers)
+        if name == "uniform_":
+            limit, option, over = ctx.option(self.info, "uniform-bound"), "uniform-bound", largest > ctx.option(self.info, "uniform-bound")
+        elif name in ("normal_", "trunc_normal_"):
+            limit, option, over = ctx.option(self.info, "normal-std"), "normal-std", largest >= ctx.option(self.info, "normal-std")
+        else:
+            limit, option, over = ctx.option(self.info, "constant"), "constant", largest > ctx.option(self.info, "constant")
+        if not over:
+            return
+        ctx.report(
+            self.info, call.node,
+            f"`{ctx.code(call.node)}` initialises parameters at magnitude {largest:g} ({option} limit "
+            f"{limit:g}); each layer multiplies activations and gradients by it until they overflow. "
+            "Use nn.init.kaiming_*/xavier_* or a small std",
+        )
