@@ -82,7 +82,7 @@ def check_files(
     else:
         outputs = [_check_one((t[2], t[1], enabled, settings.options)) for t in todo]
 
-    for (index, display, _text, key), (findings, parsed) in zip(todo, outputs):
+    for (index, display, _text, key), (findings, parsed) in zip(todo, outputs, strict=True):
         if store is not None:
             store.put(key, [f.to_dict() for f in findings])
         results[index] = FileResult(display, findings, parsed)
@@ -90,7 +90,7 @@ def check_files(
         store.save()
 
     final = []
-    for file, result in zip(files, results):
+    for file, result in zip(files, results, strict=True):
         assert result is not None
         result.findings = _apply_per_file_ignores(result.findings, relative_to_root(file, settings), settings)
         final.append(result)

@@ -64,6 +64,11 @@ FUNCTION_OPS.update({
     "torch.nn.functional.nll_loss": "nll_loss",
     "torch.nn.functional.normalize": "normalize",
 })
+# Functions that return (a view of) their first argument's values.
+FUNCTION_OPS.update({f"torch.{name}": "identity" for name in (
+    "masked_fill", "squeeze", "unsqueeze", "real", "flatten", "reshape", "transpose", "permute",
+    "detach", "clone", "narrow", "select", "index_select", "gather",
+)})
 
 # Method forms (``x.name(...)``) and the canonical op they denote.
 METHOD_OPS: dict[str, str] = {name: name for name in (
@@ -91,7 +96,7 @@ TRANSPARENT_METHODS = frozenset({
     "squeeze", "unsqueeze", "permute", "transpose", "t", "expand", "expand_as", "repeat",
     "cpu", "cuda", "gather", "index_select", "masked_select", "narrow", "select", "numpy",
     "item", "tolist", "requires_grad_", "unflatten", "movedim", "roll", "flip", "chunk",
-    "split", "squeeze_", "unsqueeze_", "data",
+    "split", "squeeze_", "unsqueeze_", "data", "masked_fill", "masked_fill_",
 })
 UPCAST_METHODS = frozenset({"float", "double"})
 HALF_METHODS = frozenset({"half"})

@@ -20,7 +20,11 @@ from torchlint.static import ops
 from torchlint.static.context import CallInfo, FileContext
 from torchlint.static.values import ANY, NONNEG, NOTHING, POS, UNKNOWN, Value, constant, join
 
-_SQUARE = Value(op="square", sign=NONNEG, desc="a square")
+
+
+def _square(base: Value, node, half: bool) -> Value:
+    """x**2 is 0 exactly where x is: evidence only when x itself can be 0 (a difference, a ReLU...)."""
+    return Value(op="square", sign=NONNEG if base.hazard else UNKNOWN, desc="a square", half=half, node=node)
 
 
 @dataclass
@@ -270,6 +274,8 @@ class Walker:
     def _if(self, node: cst.If) -> None:
         self.expr(node.test)
         self.flush()
+        for name in _compared_names(node.test):
+            self.frame.env[name] = Value()
         before = dict(self.frame.env)
         self.body(node)
         after_then = self.frame.env
@@ -375,8 +381,8 @@ class Walker:
         attr = node.attr.value
         if owner.cls is not None and owner.kind == "instance":
             found = owner.cls.attrs.get(attr)
-            if found is not None:
-                return found
+            if found is not None and found.kind is not None:
+                return found  # numeric state (self.count = 0; self.count += 1) is not tracked
         if attr in ("weight", "bias"):
             return Value(kind="param")
         if attr == "data":
@@ -411,7 +417,7 @@ class Walker:
         self.expr(node.left)
         for target in node.comparisons:
             self.expr(target.comparator)
-        return Value(op="mask", sign=NONNEG, desc="a boolean mask", node=node)
+        return Value(op="mask", sign=NONNEG, zero=True, desc="a boolean mask", node=node)
 
     def _boolop(self, node: cst.BooleanOperation) -> Value:
         self.expr(node.left)
@@ -495,6 +501,10 @@ class Walker:
             return _subtract(left, right, left_node, right_node, node, half, self.ctx)
         if op == "Multiply":
             return _multiply(left, right, left_node, right_node, node, half, self.ctx)
+        if left.op == "const" and right.op == "const" and left.const is not None and right.const is not None:
+            folded = _fold(op, left.const, right.const)
+            if folded is not None:
+                return constant(folded, node)
         if op == "Divide":
             if right.op == "const" and right.const and right.const > 0:
                 return left.but(node=node, const=None, eps=None) if not left.kind else NOTHING
@@ -506,7 +516,7 @@ class Walker:
         if op == "Power":
             exponent = right.const if right.op == "const" else None
             if exponent is not None and exponent == int(exponent) and int(exponent) % 2 == 0 and exponent > 0:
-                return _SQUARE.but(node=node, half=half)
+                return _square(left, node, half)
             if exponent == 0.5:
                 return Value(op="sqrt", sign=POS if left.sign == POS else NONNEG, half=half, node=node)
             return Value(half=half, node=node)
@@ -558,6 +568,8 @@ class Walker:
                 info.args.append(arg.value)
                 values.append(value)
 
+        if info.op == "where":
+            _claim_where_guarded(ctx, node)
         if info.form == "method" and info.op in ops.NULLARY_METHODS and info.args:
             info.op = None  # `logger.log("loss", v)` is not a tensor log
         if info.form == "local" and info.callee.kind == "module":
@@ -581,6 +593,8 @@ class Walker:
                 return result.but(half=True) if callee.half and not result.kind else result
             if callee.kind == "module":
                 return self._module_result(callee, argument, node)
+            if callee.half:  # an unknown model made float16 with .half()
+                return Value(half=True, node=node)
             return NOTHING
         if form == "method":
             name = info.qual or ""
@@ -650,10 +664,12 @@ class Walker:
             bound = self.ctx.value(low)
             if bound.op == "const" and bound.const is not None:
                 if bound.const > 0:
-                    return Value(op="clamp", sign=POS, eps=bound.const, prob=operand.prob,
-                                 half=operand.half, node=node)
+                    # clamp(p, eps, 1 - eps) also keeps 1 - p away from 0: no longer a bare probability
+                    prob = operand.prob and info.param(2, "max") is None
+                    return Value(op="clamp", sign=POS, prob=prob, half=operand.half, node=node)
                 if bound.const == 0:
-                    return Value(op="clamp", sign=NONNEG, desc="clamped at 0", half=operand.half, node=node)
+                    return Value(op="clamp", sign=NONNEG, zero=True, desc="clamped at 0", half=operand.half,
+                                 node=node)
                 return Value(op="clamp", half=operand.half, node=node)
             return Value(op="clamp", sign=POS, prob=operand.prob, half=operand.half, node=node)
         if op in ("max", "min", "maximum", "minimum"):
@@ -671,7 +687,7 @@ class Walker:
             exponent = self.ctx.value(info.param(1, "exponent"))
             if exponent.op == "const" and exponent.const is not None:
                 if exponent.const > 0 and exponent.const == int(exponent.const) and int(exponent.const) % 2 == 0:
-                    return _SQUARE.but(node=node, half=operand.half)
+                    return _square(operand, node, operand.half)
                 if exponent.const == 0.5:
                     return Value(op="sqrt", sign=POS if operand.sign == POS else NONNEG, node=node)
             return NOTHING
@@ -698,6 +714,8 @@ class Walker:
 
     def _apply(self, op: str, x: Value, node, rest: list[Value]) -> Value:
         half = x.half
+        if op == "identity":
+            return x
         if op == "sigmoid":
             return Value(op=op, sign=NONNEG, prob=True, desc="a sigmoid output", half=half, node=node)
         if op == "softmax":
@@ -709,11 +727,11 @@ class Walker:
         if op == "softplus":
             return Value(op=op, sign=POS, half=half, node=node)
         if op == "relu":
-            return Value(op=op, sign=NONNEG, desc="a ReLU output", half=half, node=node)
+            return Value(op=op, sign=NONNEG, zero=True, desc="a ReLU output", half=half, node=node)
         if op == "abs":
-            return Value(op=op, sign=NONNEG, desc="an absolute value", half=half, node=node)
+            return Value(op=op, sign=NONNEG if x.hazard else UNKNOWN, desc="an absolute value", half=half, node=node)
         if op == "square":
-            return _SQUARE.but(node=node, half=half)
+            return _square(x, node, half)
         if op == "sqrt":
             return Value(op=op, sign=POS if x.sign == POS else NONNEG, desc="a square root", of=x, half=half,
                          node=node)
@@ -778,19 +796,25 @@ def _add(left: Value, right: Value, node, half: bool) -> Value:
     if left.op == "const" and right.op == "const" and left.const is not None and right.const is not None:
         return constant(left.const + right.const, node)
     if signs == (POS, POS):
-        return Value(op="add", sign=POS, half=half, node=node, eps=_const_of(left, right))
+        return Value(op="add", sign=POS, half=half, node=node)
     for guard, guarded in ((left, right), (right, left)):
         if guard.sign == POS and guarded.sign == NONNEG:
-            return Value(op="add", sign=POS, eps=guard.const, half=half, node=node)
+            # The eps is the value itself wherever `guarded` is exactly 0: track it only where that is routine.
+            eps = guard.const if guarded.zero else None
+            return Value(op="add", sign=POS, eps=eps, desc=guarded.desc, half=half, node=node)
     if signs == (NONNEG, NONNEG):
         return Value(op="add", sign=NONNEG, desc=left.desc or right.desc, half=half, node=node)
     return Value(op="add", half=half, unbounded=left.unbounded or right.unbounded, node=node)
 
 
-def _const_of(left: Value, right: Value) -> float | None:
-    for side in (left, right):
-        if side.op == "const":
-            return side.const
+def _fold(op: str, left: float, right: float) -> float | None:
+    try:
+        if op == "Divide":
+            return left / right
+        if op == "Power" and abs(right) < 64:
+            return float(left**right)
+    except (ZeroDivisionError, OverflowError, TypeError, ValueError):
+        return None
     return None
 
 
@@ -826,7 +850,7 @@ def _multiply(left: Value, right: Value, left_node, right_node, node, half, ctx)
     if left is right and left is not NOTHING or (
         isinstance(left_node, cst.Name) and isinstance(right_node, cst.Name) and left_node.value == right_node.value
     ):
-        return _SQUARE.but(node=node, half=half)
+        return _square(left, node, half)
     for scale, other in ((left, right), (right, left)):
         if scale.op == "const" and scale.const is not None and scale.const > 0:
             return other.but(node=node, const=None) if other is not NOTHING else NOTHING
@@ -850,6 +874,54 @@ def _merge(before: dict[str, Value], first: dict[str, Value], second: dict[str, 
         if name in before and name not in first and before[name] is not value:
             merged[name] = join(before[name], value)
     return merged
+
+
+def _text(ctx: FileContext, node) -> str:
+    return "".join(ctx.exact_code(node).split()).strip("()")
+
+
+def _claim_where_guarded(ctx: FileContext, call: cst.Call) -> None:
+    """`where(d == 0, fallback, x / d)` handles the zero itself: its division/log/sqrt of d is not reported."""
+    if not call.args or not isinstance(call.args[0].value, cst.Comparison):
+        return
+    condition = call.args[0].value
+    guarded = {_text(ctx, condition.left)}
+    guarded.update(_text(ctx, target.comparator) for target in condition.comparisons)
+    stack = [arg.value for arg in call.args[1:]]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.BinaryOperation):
+            if isinstance(node.operator, cst.Divide) and _text(ctx, node.right) in guarded:
+                ctx.claim(node)
+            stack.extend((node.left, node.right))
+        elif isinstance(node, cst.Call):
+            inner = [arg.value for arg in node.args]
+            if isinstance(node.func, cst.Attribute):
+                inner.append(node.func.value)
+            if any(_text(ctx, arg) in guarded for arg in inner):
+                ctx.claim(node)
+            stack.extend(inner)
+        elif isinstance(node, cst.UnaryOperation):
+            stack.append(node.expression)
+
+
+def _compared_names(test: cst.BaseExpression) -> list[str]:
+    """Names a condition compares (`if d > 0`, `if (d != 0).all()`, `if a and b >= 0`)."""
+    found: list[str] = []
+    stack = [test]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.BooleanOperation):
+            stack.extend((node.left, node.right))
+        elif isinstance(node, cst.UnaryOperation):
+            stack.append(node.expression)
+        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+            stack.append(node.func.value)
+        elif isinstance(node, cst.Comparison):
+            for side in [node.left] + [c.comparator for c in node.comparisons]:
+                if isinstance(side, cst.Name):
+                    found.append(side.value)
+    return found
 
 
 def _params(params: cst.Parameters) -> list[cst.Param]:

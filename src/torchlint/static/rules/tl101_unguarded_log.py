@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from torchlint.catalog import RuleInfo
 from torchlint.static.context import CallInfo, FileContext, PendingFix
 from torchlint.static.ops import LOG_OPS
@@ -23,6 +25,8 @@ class UnguardedLog(Rule):
         value = ctx.value(operand)
         if value.op in ("sigmoid", "softmax"):
             return  # TL102 names the better function
+        if value.op == "sub":
+            return  # a bare difference is usually validated (high - low); sqrt still reports it
         min_eps = ctx.option(self.info, "min-eps")
         shown = f"`{ctx.code(call.node)}`: `{ctx.code(operand, 40)}`"
         if value.hazard:
@@ -34,6 +38,7 @@ class UnguardedLog(Rule):
         elif value.sign == POS and value.eps is not None and 0 < value.eps < min_eps:
             ctx.report(
                 self.info, call.node,
-                f"{shown} is guarded only by eps={value.eps:g} (below min-eps={min_eps:g}): the guard "
-                f"underflows in float16 and leaves a gradient of 1/eps",
+                f"{shown} is exactly {value.eps:g} wherever {value.desc or 'its unguarded part'} is 0: log "
+                f"is {math.log(value.eps):.1f} there with a gradient of {1 / value.eps:.0e}, and the eps "
+                f"rounds to 0 in float16 (min-eps is {min_eps:g})",
             )

@@ -9,7 +9,8 @@ from torchlint.static.context import CallInfo, FileContext
 from torchlint.static.rules.base import Rule
 from torchlint.static.values import POS
 
-_ZERO_PRONE = frozenset({"sum", "mean", "norm", "std", "var", "count", "range", "complement", "shift"})
+# Divisors that are 0 for an all-zero or constant input, or that count things.
+_ZERO_PRONE = frozenset({"norm", "std", "var", "count", "range", "complement", "shift"})
 
 
 class UnguardedDivision(Rule):
@@ -32,38 +33,18 @@ class UnguardedDivision(Rule):
             divisor = call.param(1, "other")
             if divisor is not None:
                 self._check(ctx, call.node, divisor)
-        elif call.op == "where":
-            _claim_masked_divisions(ctx, call)
 
     def _check(self, ctx: FileContext, node, divisor) -> None:
         value = ctx.value(divisor)
         if value.sign == POS or ctx.is_claimed(node):
             return
-        if not (value.zero or value.op in _ZERO_PRONE):
+        literal_zero = value.zero and value.op == "tensor"
+        # A sum/mean is only reported when what it adds up can itself be 0 (masks, ReLU outputs...).
+        summed_zero = value.op in ("sum", "mean") and value.hazard
+        if not (literal_zero or summed_zero or value.op in _ZERO_PRONE):
             return
         ctx.report(
             self.info, node,
             f"`{ctx.code(node)}`: the divisor `{ctx.code(divisor, 40)}` is {value.desc or 'a reduction'} "
             "and can be 0; add an eps or clamp it (x / d.clamp_min(eps))",
         )
-
-
-def _claim_masked_divisions(ctx: FileContext, call: CallInfo) -> None:
-    """`where(d == 0, fallback, x / d)` already handles the zero: do not report that division."""
-    condition = call.param(0, "condition")
-    if not isinstance(condition, cst.Comparison):
-        return
-    guarded = {_text(ctx, condition.left)}
-    guarded.update(_text(ctx, target.comparator) for target in condition.comparisons)
-    for branch in (call.param(1, "input"), call.param(2, "other")):
-        stack = [branch]
-        while stack:
-            node = stack.pop()
-            if isinstance(node, cst.BinaryOperation):
-                if isinstance(node.operator, cst.Divide) and _text(ctx, node.right) in guarded:
-                    ctx.claim(node)
-                stack.extend((node.left, node.right))
-
-
-def _text(ctx: FileContext, node) -> str:
-    return "".join(ctx.exact_code(node).split()).strip("()") if node is not None else ""

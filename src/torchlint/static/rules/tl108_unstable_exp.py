@@ -18,7 +18,7 @@ class UnstableExp(Rule):
         if call.op != "exp" or call.operand is None or ctx.is_claimed(call.node):
             return
         value = ctx.value(call.operand)
-        if not value.unbounded or value.shifted or value.half:
+        if not value.unbounded or value.shifted or value.half or value.op == "sub":
             return
         ctx.report(
             self.info, call.node,

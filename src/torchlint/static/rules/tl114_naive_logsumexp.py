@@ -21,8 +21,8 @@ class NaiveLogsumexp(Rule):
         exp = total.of
         if total.op != "sum" or exp is None or exp.op != "exp":
             return
-        if exp.of is not None and exp.of.shifted:
-            return  # exp(x - max) is the stable form written out
+        if exp.of is not None and (exp.of.shifted or exp.of.op in ("sub", "shift")):
+            return  # exp(x - m) is the stable form written out
         if exp.node is not None:
             ctx.claim(exp.node)
         ctx.report(

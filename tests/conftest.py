@@ -1,0 +1,27 @@
+import os
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from torchlint import check_source
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "fixtures"
+
+os.environ["TORCHLINT_STRICT"] = "1"  # internal errors fail the tests instead of being skipped
+
+
+def findings_of(source: str, **kwargs):
+    return check_source(textwrap.dedent(source), **kwargs)
+
+
+def codes_lines(source: str, **kwargs) -> set[tuple[str, int]]:
+    return {(f.code, f.line) for f in findings_of(source, **kwargs)}
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    """An empty project directory as the working directory."""
+    monkeypatch.chdir(tmp_path)
+    return tmp_path

@@ -1,0 +1,48 @@
+"""Every rule has a doc with the standard sections; its Example triggers exactly that rule and its
+Use-instead does not (the docs are executable)."""
+
+import re
+
+import pytest
+
+from torchlint import check_source
+from torchlint.catalog import all_rules, doc_sections, rule_doc
+
+SECTIONS = ["What it does", "Why is this bad?", "Example", "Use instead", "References"]
+RULES = all_rules()
+CODE_BLOCK = re.compile(r"```python\n(.*?)```", re.S)
+
+
+@pytest.mark.parametrize("rule", RULES, ids=lambda r: r.code)
+def test_doc_has_standard_sections(rule):
+    doc = rule_doc(rule.code)
+    assert doc is not None, f"rules/{rule.code}.md is missing"
+    assert doc.splitlines()[0] == f"# {rule.code} {rule.name}"
+    sections = doc_sections(doc)
+    assert [s for s in SECTIONS if s in sections] == SECTIONS
+    for option in rule.options:
+        if ":" not in option:
+            assert f"`{option}`" in sections.get("Options", ""), f"option {option} undocumented"
+
+
+EXECUTABLE = [r for r in RULES if CODE_BLOCK.search(doc_sections(rule_doc(r.code) or "").get("Example", ""))]
+
+
+@pytest.mark.parametrize("rule", EXECUTABLE, ids=lambda r: r.code)
+def test_doc_example_triggers_exactly_this_rule(rule):
+    sections = doc_sections(rule_doc(rule.code))
+    example = CODE_BLOCK.search(sections["Example"]).group(1)
+    codes = {f.code for f in check_source(example)}
+    assert codes == {rule.code}
+
+
+@pytest.mark.parametrize("rule", EXECUTABLE, ids=lambda r: r.code)
+def test_doc_use_instead_is_clean(rule):
+    sections = doc_sections(rule_doc(rule.code))
+    fixed = CODE_BLOCK.search(sections["Use instead"]).group(1)
+    assert check_source(fixed) == []
+
+
+def test_every_static_rule_has_an_executable_doc():
+    engine = {"TL002"}  # an unreadable file cannot be shown as text
+    assert {r.code for r in RULES} - {r.code for r in EXECUTABLE} == engine

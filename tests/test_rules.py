@@ -1,0 +1,430 @@
+"""Each rule: failing and passing examples with the exact (code, line) findings.
+
+The cases exercise the mechanisms rather than one spelling: import aliases, method forms,
+values flowing through variables, branches, class attributes and function return values.
+"""
+
+import pytest
+
+from conftest import codes_lines
+
+CASES = {
+    # --- TL101 unguarded-log -------------------------------------------------------------
+    "log of relu through a variable": ("""
+        import torch
+        def f(x):
+            h = torch.relu(x)
+            return torch.log(h)
+        """, {("TL101", 5)}),
+    "log method form of relu method": ("""
+        import torch
+        def f(x):
+            return x.relu().log()
+        """, {("TL101", 4)}),
+    "log of a shift by the minimum": ("""
+        import torch as T
+        def f(x):
+            return T.log(x - x.min())
+        """, {("TL101", 4)}),
+    "tiny eps on a value that is routinely 0": ("""
+        import torch
+        def f(x):
+            return torch.log(x - x.detach().min() + 1e-9)
+        """, {("TL101", 4)}),
+    "log of 1 - p, p a probability": ("""
+        from torch import log, sigmoid
+        def f(z):
+            p = sigmoid(z)
+            return log(1 - p)
+        """, {("TL101", 5)}),
+    "numpy log of a count": ("""
+        import numpy as np
+        def idf(docs, vocab):
+            df = np.bincount(docs, minlength=vocab)
+            return np.log(df)
+        """, {("TL101", 5)}),
+    "gumbel noise from uniform samples": ("""
+        import torch
+        def gumbel(logits):
+            u = torch.rand_like(logits)
+            return -torch.log(-torch.log(u))
+        """, {("TL101", 5)}),
+    "log of a ReLU module attribute output": ("""
+        import torch
+        import torch.nn as nn
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.act = nn.ReLU()
+            def forward(self, x):
+                return torch.log(self.act(x))
+        """, {("TL101", 9)}),
+    "clean: guarded by clamp, eps, softplus, exp": ("""
+        import torch
+        import torch.nn.functional as F
+        def f(x, eps=1e-6):
+            a = torch.log(x.relu().clamp(min=1e-6))
+            b = torch.log(torch.relu(x) + 1e-6)
+            c = torch.log(F.softplus(x))
+            d = torch.log(torch.exp(x) + x.abs())
+            e = torch.log(x.clamp_min(eps))
+            return a, b, c, d, e
+        """, set()),
+    "clean: unknown values are not reported": ("""
+        import torch
+        def f(x, scale):
+            return torch.log(x) + torch.log(scale * 2) + torch.log(x - scale)
+        """, set()),
+    "clean: logging calls named log": ("""
+        import torch
+        def training_step(self, batch):
+            loss = torch.relu(batch).mean()
+            self.log("train_loss", loss)
+            return loss
+        """, set()),
+    "clean: branch guards the value": ("""
+        import torch
+        def f(x, use_eps):
+            h = torch.relu(x)
+            if use_eps:
+                h = h + 1e-3
+            else:
+                h = h.clamp(min=1e-3)
+            return torch.log(h)
+        """, set()),
+    "clean: checked by an if before use": ("""
+        import torch
+        def f(x):
+            d = torch.relu(x).sum()
+            if d > 0:
+                return torch.log(d)
+            return d
+        """, set()),
+    # --- TL102 log-of-probability ----------------------------------------------------------
+    "log softmax direct": ("""
+        import torch
+        import torch.nn.functional as F
+        def f(x):
+            return torch.log(F.softmax(x, dim=-1))
+        """, {("TL102", 5)}),
+    "log sigmoid through variable": ("""
+        import torch
+        def f(z):
+            p = torch.sigmoid(z)
+            return torch.log(p)
+        """, {("TL102", 5)}),
+    "log of a softmax module output, indexed": ("""
+        import torch
+        import torch.nn as nn
+        softmax = nn.Softmax(dim=1)
+        def f(x, target):
+            probs = softmax(x)
+            return -torch.log(probs[range(len(target)), target]).mean()
+        """, {("TL102", 7)}),
+    "method chain softmax log": ("""
+        import torch
+        def f(x):
+            return x.softmax(-1).log()
+        """, {("TL102", 4)}),
+    "clean: log_softmax, logsigmoid, guarded prob": ("""
+        import torch
+        import torch.nn.functional as F
+        def f(x):
+            p = torch.softmax(x, -1)
+            return F.log_softmax(x, -1), F.logsigmoid(x), torch.log(p + 1e-8)
+        """, set()),
+    # --- TL103 bce-on-probabilities --------------------------------------------------------
+    "bce on sigmoid variable": ("""
+        import torch
+        import torch.nn.functional as F
+        def f(z, y):
+            p = torch.sigmoid(z)
+            return F.binary_cross_entropy(p, y)
+        """, {("TL103", 6)}),
+    "BCELoss attribute on a model ending in Sigmoid (Sequential)": ("""
+        import torch.nn as nn
+        class Trainer:
+            def __init__(self):
+                self.model = nn.Sequential(nn.Linear(4, 1), nn.Sigmoid())
+                self.criterion = nn.BCELoss()
+            def step(self, x, y):
+                return self.criterion(self.model(x), y)
+        """, {("TL103", 8)}),
+    "bce on the output of a function returning sigmoid": ("""
+        import torch
+        from torch.nn.functional import binary_cross_entropy
+        def predict(w, x):
+            return torch.sigmoid(x @ w)
+        def loss(w, x, y):
+            return binary_cross_entropy(predict(w, x), y)
+        """, {("TL103", 7)}),
+    "clean: bce with logits, clamped probabilities, unknown input": ("""
+        import torch
+        import torch.nn.functional as F
+        def f(z, y, probs):
+            a = F.binary_cross_entropy_with_logits(z, y)
+            b = F.binary_cross_entropy(torch.sigmoid(z).clamp(1e-6, 1 - 1e-6), y)
+            c = F.binary_cross_entropy(probs, y)
+            return a + b + c
+        """, set()),
+    # --- TL104 hand-written-bce -------------------------------------------------------------
+    "hand written bce, method logs and mean": ("""
+        import torch
+        def f(p, y):
+            loss = -(y * p.log() + (1 - y) * (1 - p).log())
+            return loss.mean()
+        """, {("TL104", 4)}),
+    "hand written bce in numpy": ("""
+        import numpy as np
+        def f(p, y):
+            return -np.mean(y * np.log(p) + (1.0 - y) * np.log(1.0 - p))
+        """, {("TL104", 4)}),
+    "clean: eps-guarded hand-written bce is deliberate": ("""
+        import torch
+        def f(z, y):
+            p = torch.sigmoid(z).clamp(1e-7, 1 - 1e-7)
+            return -(y * torch.log(p) + (1 - y) * torch.log(1 - p)).mean()
+        """, set()),
+    # --- TL105 unguarded-sqrt ----------------------------------------------------------------
+    "sqrt of a variance": ("""
+        import torch
+        def f(x):
+            var = x.var(dim=0)
+            return torch.sqrt(var)
+        """, {("TL105", 5)}),
+    "power one half of a sum of squared differences": ("""
+        import torch
+        def f(a, b):
+            return ((a - b) ** 2).sum(-1) ** 0.5
+        """, {("TL105", 4)}),
+    "sqrt of a clamp at zero": ("""
+        import torch
+        def f(d2):
+            return d2.clamp(min=0).sqrt()
+        """, {("TL105", 4)}),
+    "clean: eps inside sqrt; unknown values; checked value; where-masked": ("""
+        import torch
+        def f(a, b, var):
+            d = ((a - b) ** 2).sum(-1)
+            x = torch.sqrt(d + 1e-12)
+            y = torch.sqrt(var) + (a ** 2 + b ** 2) ** 0.5
+            z = torch.where(d > 0, torch.sqrt(d), torch.zeros_like(d))
+            return x, y, z
+        """, set()),
+    # --- TL106 unguarded-division ---------------------------------------------------------
+    "division by norm": ("""
+        import torch
+        def f(x):
+            return x / x.norm(dim=-1, keepdim=True)
+        """, {("TL106", 4)}),
+    "in-place division by std": ("""
+        import torch
+        def f(x):
+            x /= torch.std(x)
+            return x
+        """, {("TL106", 4)}),
+    "numpy division by a literal array containing zero": ("""
+        import numpy as np
+        data = np.array([1.0, 2.0, 0.0])
+        scaled = 1.0 / data
+        """, {("TL106", 4)}),
+    "division by a masked count": ("""
+        import torch
+        def f(loss, mask):
+            n = (mask > 0).sum()
+            return (loss * mask).sum() / n
+        """, {("TL106", 5)}),
+    "torch.div by a range": ("""
+        import torch
+        def f(x):
+            return torch.div(x - x.min(), x.max() - x.min())
+        """, {("TL106", 4)}),
+    "clean: eps, clamp, where-masked, python counters": ("""
+        import numpy as np
+        import torch
+        class Meter:
+            def __init__(self):
+                self.total = 0.0
+                self.count = 0
+            def mean(self):
+                return self.total / self.count
+        def f(x, counts):
+            a = x / (x.norm(dim=-1, keepdim=True) + 1e-8)
+            b = x / x.std().clamp_min(1e-6)
+            c = np.where(counts == 0, 0.0, 1.0 / counts)
+            d = x / x.sum()
+            return a, b, c, d
+        """, set()),
+    # --- TL107 half-precision-softmax ------------------------------------------------------
+    "softmax of a half model's output": ("""
+        import torch
+        import torch.nn as nn
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(8, 8)
+            def forward(self, x):
+                return self.fc(x)
+        model = Net().half()
+        def f(x):
+            return torch.softmax(model(x), dim=-1)
+        """, {("TL107", 12)}),
+    "exp of .to(float16)": ("""
+        import torch
+        def f(x):
+            y = x.to(torch.float16)
+            return y.exp()
+        """, {("TL107", 5)}),
+    "softmax under cuda amp autocast of a matmul": ("""
+        import torch
+        def f(q, k):
+            with torch.cuda.amp.autocast():
+                return torch.softmax(q @ k.T, dim=-1)
+        """, {("TL107", 5)}),
+    "softmax in a function decorated with float16 autocast": ("""
+        import torch
+        @torch.autocast(device_type="cuda", dtype=torch.float16)
+        def f(q, k):
+            return torch.matmul(q, k).softmax(-1)
+        """, {("TL107", 5)}),
+    "clean: bfloat16, cpu autocast, disabled autocast, upcast dtype": ("""
+        import torch
+        def f(q, k):
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                a = torch.softmax(q @ k.T, dim=-1)
+            with torch.autocast("cpu"):
+                b = torch.softmax(q @ k.T, dim=-1)
+            with torch.autocast("cuda", enabled=False):
+                c = torch.softmax(q @ k.T, dim=-1)
+            d = torch.softmax(q.half() @ k.half().T, dim=-1, dtype=torch.float32)
+            return a, b, c, d
+        """, set()),
+    # --- TL108 unstable-exp ------------------------------------------------------------------
+    "exp of a linear layer output, scaled": ("""
+        import torch
+        import torch.nn as nn
+        head = nn.Linear(4, 4)
+        def f(x, temperature):
+            return torch.exp(head(x) / temperature)
+        """, {("TL108", 6)}),
+    "exp of an einsum": ("""
+        import torch
+        def f(q, k):
+            return torch.einsum("bd,cd->bc", q, k).exp()
+        """, {("TL108", 4)}),
+    "clean: exp of shifted logits, of a parameter, of unknown": ("""
+        import torch
+        import torch.nn as nn
+        head = nn.Linear(4, 4)
+        log_std = nn.Parameter(torch.zeros(4))
+        def f(x, y):
+            z = head(x)
+            return torch.exp(z - z.max(dim=-1, keepdim=True).values), torch.exp(log_std), torch.exp(y)
+        """, set()),
+    # --- TL109 large-init ---------------------------------------------------------------------
+    "nn.init.uniform_ with a large bound": ("""
+        import torch.nn as nn
+        layer = nn.Linear(4, 4)
+        nn.init.uniform_(layer.weight, -5.0, 5.0)
+        """, {("TL109", 4)}),
+    "fill_ on a bias": ("""
+        import torch.nn as nn
+        layer = nn.Linear(4, 4)
+        layer.bias.data.fill_(10.0)
+        """, {("TL109", 4)}),
+    "normal_ over named_parameters": ("""
+        import torch.nn as nn
+        model = nn.Linear(4, 4)
+        for name, p in model.named_parameters():
+            p.data.normal_(0, 1.5)
+        """, {("TL109", 5)}),
+    "clean: small init, forget-gate bias 1, data tensors": ("""
+        import torch
+        import torch.nn as nn
+        layer = nn.Linear(4, 4)
+        nn.init.uniform_(layer.weight, -0.1, 0.1)
+        layer.bias.data.fill_(1.0)
+        noise = torch.empty(10).uniform_(-5, 5)
+        nn.init.normal_(layer.weight, std=0.02)
+        """, set()),
+    # --- TL110 risky-optimizer-config ---------------------------------------------------------
+    "adamw with eps=0": ("""
+        import torch
+        from torch.optim import AdamW
+        model = torch.nn.Linear(2, 2)
+        opt = AdamW(model.parameters(), lr=1e-3, eps=0.0)
+        """, {("TL110", 5)}),
+    "sgd with a huge lr": ("""
+        import torch
+        model = torch.nn.Linear(2, 2)
+        opt = torch.optim.SGD(model.parameters(), lr=50)
+        """, {("TL110", 4)}),
+    "clean: usual settings": ("""
+        import torch
+        model = torch.nn.Linear(2, 2)
+        a = torch.optim.Adam(model.parameters(), lr=3e-4, eps=1e-8)
+        b = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        c = torch.optim.Adam(model.parameters(), lr=0.01)
+        """, set()),
+    # --- TL111 softmax-before-cross-entropy ---------------------------------------------------
+    "CrossEntropyLoss on a model ending in softmax": ("""
+        import torch
+        import torch.nn as nn
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(4, 3)
+            def forward(self, x):
+                return torch.softmax(self.fc(x), dim=1)
+        model = Net()
+        criterion = nn.CrossEntropyLoss()
+        def step(x, y):
+            return criterion(model(x), y)
+        """, {("TL111", 13)}),
+    "cross_entropy on log_softmax": ("""
+        import torch.nn.functional as F
+        def f(x, y):
+            return F.cross_entropy(F.log_softmax(x, dim=1), y)
+        """, {("TL111", 4)}),
+    "clean: cross_entropy on logits, nll on log_softmax": ("""
+        import torch.nn.functional as F
+        def f(x, y):
+            return F.cross_entropy(x, y) + F.nll_loss(F.log_softmax(x, dim=1), y)
+        """, set()),
+    # --- TL112 / TL113 / TL114 ------------------------------------------------------------------
+    "log(x + 1), numpy": ("""
+        import numpy as np
+        def f(x):
+            return np.log(x + 1)
+        """, {("TL112", 4)}),
+    "exp - 1 as a method": ("""
+        import torch
+        def f(x):
+            return x.exp() - 1
+        """, {("TL113", 4)}),
+    "logsumexp through a variable": ("""
+        import torch
+        def f(x):
+            total = torch.sum(torch.exp(x), dim=-1)
+            return total.log()
+        """, {("TL114", 5)}),
+    "clean: log1p, expm1, logsumexp, log(2 + x), exp(x) - 2": ("""
+        import torch
+        def f(x):
+            return torch.log1p(x), torch.expm1(x), torch.logsumexp(x, -1), torch.log(2 + x), torch.exp(x) - 2
+        """, set()),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_rule_case(name):
+    source, expected = CASES[name]
+    assert codes_lines(source) == expected
+
+
+def test_every_rule_has_failing_and_passing_cases():
+    from torchlint.static.rules import STATIC_RULES
+
+    failing = {code for _, expected in CASES.values() for code, _ in expected}
+    assert {rule.info.code for rule in STATIC_RULES} <= failing
+    assert any(not expected for _, expected in CASES.values())
