@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import sys
@@ -55,9 +56,7 @@ def check_text(
     except cst.ParserSyntaxError as error:
         if SYNTAX_ERROR.code not in enabled:
             return [], True
-        message = f"syntax error: {error.message.strip().splitlines()[0]}"
-        line, column = error.raw_line, error.raw_column + 1
-        return [_finding(SYNTAX_ERROR, message, path, (line, column, line, column))], True
+        return [_finding(SYNTAX_ERROR, *_describe_syntax_error(source, path, error))], True
     except (RecursionError, MemoryError, ValueError) as error:  # pathological input
         return [_finding(SYNTAX_ERROR, f"could not parse: {type(error).__name__}", path, (1, 1, 1, 1))], True
 
@@ -103,6 +102,21 @@ def check_text(
         findings.append(_finding(pending.rule, pending.message, path, span, fix))
     findings.sort(key=lambda f: f.sort_key)
     return findings, True
+
+
+def _describe_syntax_error(source: str, path: str, error: cst.ParserSyntaxError):
+    """CPython's message and position (LibCST points at the next token); LibCST's if CPython accepts it."""
+    try:
+        compile(source, path, "exec", ast.PyCF_ONLY_AST)
+    except SyntaxError as cpython:
+        line = cpython.lineno or 1
+        column = max(cpython.offset or 1, 1)
+        return f"syntax error: {cpython.msg}", path, (line, column, line, column)
+    except (ValueError, RecursionError, MemoryError):
+        pass
+    line, column = error.raw_line, error.raw_column + 1
+    detail = error.message.strip().splitlines()[0]
+    return f"syntax not supported by the parser: {detail}", path, (line, column, line, column)
 
 
 def _finding(rule: RuleInfo, message: str, path: str, span, fix: Fix | None = None) -> Finding:

@@ -1,0 +1,42 @@
+"""The exact (rule, line) findings on every bundled fixture program."""
+
+import pytest
+
+from conftest import FIXTURES
+from torchlint import check_paths
+from torchlint.config import Settings
+
+EXPECTED = {
+    # seed 001 example 3: Adam lr=0.1 on gradients scaled by 1e-50; plus fp16 params and eps=0
+    "numerics/adam_tiny_grads.py": {("TL110", 19), ("TL110", 33), ("TL110", 34)},
+    # seed 002: float16 softmax over large logits (a .half() model, fp16 autocast); bf16/upcast are clean
+    "numerics/attention_fp16.py": {("TL107", 31), ("TL107", 38)},
+    # seed 000 example 3: BCE on a model ending in Sigmoid (function and BCELoss forms); clamped form clean
+    "numerics/bce_on_sigmoid_model.py": {("TL103", 26), ("TL103", 27), ("TL103", 39)},
+    # seed 001 example 1: -y*log(p) - (1-y)*log(1-p) on a saturating sigmoid; clamped form clean
+    "numerics/handwritten_bce.py": {("TL104", 25)},
+    # seed 001 example 2: param.data.uniform_(1, 10); plus normal_(std=2); data tensors and bias=1 clean
+    "numerics/large_init.py": {("TL109", 15), ("TL109", 25)},
+    "numerics/losses.py": {
+        ("TL102", 10), ("TL111", 17), ("TL111", 21), ("TL114", 25), ("TL105", 35), ("TL106", 39),
+        ("TL106", 49), ("TL101", 53), ("TL112", 57), ("TL113", 61), ("TL112", 65), ("TL108", 75),
+        ("TL101", 80), ("TL106", 84), ("TL106", 89),
+    },
+    # seed 002 exercise: log(x - x.min() + 1e-9) in the second layer
+    "numerics/nan_hunt_mlp.py": {("TL101", 17)},
+    # seed 000 example 2: 1 / data with a zero; inverse class frequencies; norms. where-masked form clean
+    "numerics/preprocess_divide.py": {("TL106", 9), ("TL106", 15), ("TL106", 26)},
+    "clean/training.py": set(),
+    "clean/no_torch.py": set(),
+}
+
+
+@pytest.mark.parametrize("relative", sorted(EXPECTED))
+def test_fixture_findings(relative):
+    findings = check_paths([FIXTURES / relative], Settings())
+    assert {(f.code, f.line) for f in findings} == EXPECTED[relative]
+
+
+def test_every_fixture_is_covered():
+    present = {p.relative_to(FIXTURES).as_posix() for p in FIXTURES.rglob("*.py")}
+    assert present == set(EXPECTED)

@@ -1,0 +1,49 @@
+"""The engine survives real code: a sample of the installed torch package and the standard library."""
+
+import os
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+from torchlint.config import Settings
+from torchlint.static.engine import check_text
+
+ALL = Settings(select=["ALL"]).enabled()
+
+
+def _sample(root: Path, every: int) -> list[Path]:
+    files = sorted(root.rglob("*.py"))
+    return files[::every]
+
+
+def _check_all(files):
+    crashed = []
+    for path in files:
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        try:
+            check_text(text, str(path), ALL)
+        except Exception as error:  # noqa: BLE001 - any crash is the failure we look for
+            crashed.append(f"{path}: {type(error).__name__}: {error}")
+    return crashed
+
+
+def test_standard_library_sample():
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    files = [p for p in _sample(stdlib, 7) if "test" not in p.parts]
+    assert len(files) > 100
+    assert _check_all(files) == []
+
+
+def test_torch_package_sample():
+    torch_spec = pytest.importorskip("importlib.util").find_spec("torch")
+    if torch_spec is None or not torch_spec.submodule_search_locations:
+        pytest.skip("torch is not installed")
+    root = Path(list(torch_spec.submodule_search_locations)[0])
+    every = 1 if os.environ.get("TORCHLINT_FULL_ROBUSTNESS") else 8
+    files = _sample(root, every)
+    assert len(files) > 200
+    assert _check_all(files) == []
