@@ -6,8 +6,8 @@ import sys
 import textwrap
 
 import pytest
-
 from conftest import FIXTURES
+
 from torchlint.cli import main
 
 BUGGY = textwrap.dedent("""\

@@ -1,8 +1,8 @@
 """The exact (rule, line) findings on every bundled fixture program."""
 
 import pytest
-
 from conftest import FIXTURES
+
 from torchlint import check_paths
 from torchlint.config import Settings
 

@@ -5,7 +5,6 @@ values flowing through variables, branches, class attributes and function return
 """
 
 import pytest
-
 from conftest import codes_lines
 
 CASES = {
@@ -428,3 +427,19 @@ def test_every_rule_has_failing_and_passing_cases():
     failing = {code for _, expected in CASES.values() for code, _ in expected}
     assert {rule.info.code for rule in STATIC_RULES} <= failing
     assert any(not expected for _, expected in CASES.values())
+
+
+def test_large_init_std_one_is_large_only_for_weight_matrices():
+    source = """
+        import torch
+        import torch.nn as nn
+        class QFormer(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.query = nn.Parameter(torch.zeros(1, 32, 768))
+                self.proj = nn.Linear(768, 768)
+                self.query.data.normal_(mean=0.0, std=1.0)
+                nn.init.normal_(self.proj.weight, 0.0, 1.0)
+                nn.init.normal_(self.query, 0.0, 1.5)
+        """
+    assert codes_lines(source) == {("TL109", 10), ("TL109", 11)}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import gc
 import os
 import re
 import sys
@@ -46,6 +47,20 @@ def check_text(
     options: dict[str, dict[str, Any]] | None = None,
 ) -> tuple[list[Finding], bool]:
     """Findings for one file, and whether it was parsed."""
+    if not might_have_findings(source):
+        return [], False
+    # A CST is acyclic and dies with this call: cyclic-GC passes while it is alive only traverse it
+    # (measured: ~25% of the run time). Collection resumes as soon as the tree is garbage.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _check_text(source, path, enabled, options)
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _check_text(source, path, enabled, options) -> tuple[list[Finding], bool]:
     if not might_have_findings(source):
         return [], False
     file_ignored = suppress.file_ignores(source)

@@ -21,7 +21,6 @@ from torchlint.static.context import CallInfo, FileContext
 from torchlint.static.values import ANY, NONNEG, NOTHING, POS, UNKNOWN, Value, constant, join
 
 
-
 def _square(base: Value, node, half: bool) -> Value:
     """x**2 is 0 exactly where x is: evidence only when x itself can be 0 (a difference, a ReLU...)."""
     return Value(op="square", sign=NONNEG if base.hazard else UNKNOWN, desc="a square", half=half, node=node)
@@ -299,7 +298,7 @@ class Walker:
     def _for(self, node: cst.For) -> None:
         def header() -> None:
             iterable = self.expr(node.iter)
-            item = Value(kind="param") if iterable.kind == "params" else NOTHING
+            item = Value(kind="param", qual="matrix") if iterable.kind == "params" else NOTHING
             if iterable.kind == "params" and isinstance(node.target, cst.Tuple):
                 elements = node.target.elements
                 for element in elements[:-1]:
@@ -383,6 +382,8 @@ class Walker:
             found = owner.cls.attrs.get(attr)
             if found is not None and found.kind is not None:
                 return found  # numeric state (self.count = 0; self.count += 1) is not tracked
+        if attr == "weight" and owner.kind == "module" and ops.MODULE_OPS.get(owner.qual or "") == "linear":
+            return Value(kind="param", qual="matrix")  # multiplies activations: its scale compounds per layer
         if attr in ("weight", "bias"):
             return Value(kind="param")
         if attr == "data":

@@ -45,7 +45,12 @@ class LargeInit(Rule):
         if name == "uniform_":
             limit, option, over = ctx.option(self.info, "uniform-bound"), "uniform-bound", largest > ctx.option(self.info, "uniform-bound")
         elif name in ("normal_", "trunc_normal_"):
-            limit, option, over = ctx.option(self.info, "normal-std"), "normal-std", largest >= ctx.option(self.info, "normal-std")
+            # std 1 is PyTorch's own default for embeddings and learned query tokens; for a weight
+            # matrix it multiplies activations by ~sqrt(fan_in) per layer.
+            limit = ctx.option(self.info, "normal-std")
+            target = call.operand if call.form == "method" else call.param(0, "tensor")
+            matrix = ctx.value(target).qual == "matrix"
+            option, over = "normal-std", largest >= limit if matrix else largest > limit
         else:
             limit, option, over = ctx.option(self.info, "constant"), "constant", largest > ctx.option(self.info, "constant")
         if not over:
