@@ -210,3 +210,10 @@ def test_user_files_are_not_modified(project, capsys):
     before = target.read_bytes()
     run(["m.py", "--output-format", "sarif"], capsys)
     assert target.read_bytes() == before
+
+
+def test_force_exclude_applies_to_named_files(project, capsys):
+    write(project / "pyproject.toml", '[tool.torchlint]\nexclude = ["generated"]\n')
+    write(project / "generated" / "g.py", BUGGY)
+    assert run(["generated/g.py", "--no-cache"], capsys)[0] == 1
+    assert run(["generated/g.py", "--no-cache", "--force-exclude"], capsys)[0] == 0

@@ -39,10 +39,11 @@ def check_files(
     settings: Settings | None = None,
     jobs: int = 1,
     cache: bool = False,
+    force_exclude: bool = False,
 ) -> list[FileResult]:
     """Lint files and directories; results come back in discovery order whatever the job count."""
     settings = settings or Settings()
-    files = discover([Path(p) for p in paths], settings)
+    files = discover([Path(p) for p in paths], settings, force_exclude)
     enabled = settings.enabled()
     store = Cache(settings.root / ".torchlint_cache", settings.fingerprint()) if cache else None
 

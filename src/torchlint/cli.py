@@ -42,6 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--no-cache", action="store_true", help="do not read or write .torchlint_cache/")
     check.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1, help="worker processes (default: CPU count)")
     check.add_argument("--config", type=Path, help="pyproject.toml to read [tool.torchlint] from")
+    check.add_argument("--force-exclude", action="store_true",
+                       help="apply exclude to files named on the command line too (for pre-commit)")
 
     rule = sub.add_parser("rule", help="print a rule's documentation")
     rule.add_argument("code")
@@ -90,7 +92,8 @@ def _check(args: argparse.Namespace) -> int:
     if missing:
         raise ConfigError(f"path not found: {missing[0]}")
     settings = _settings(args)
-    results = check_files(args.paths, settings, jobs=args.jobs, cache=not args.no_cache)
+    results = check_files(args.paths, settings, jobs=args.jobs, cache=not args.no_cache,
+                          force_exclude=args.force_exclude)
     findings = sorted((f for r in results for f in r.findings), key=lambda f: f.sort_key)
     to_terminal = args.output_file is None and sys.stdout.isatty()
     report = FORMATS[args.output_format](

@@ -116,6 +116,10 @@ class FileContext:
     def exact_code(self, node: cst.CSTNode) -> str:
         return self.module.code_for_node(node)
 
+    def shape(self, node: cst.CSTNode | None) -> str:
+        """Source with whitespace and outer parentheses dropped, to compare two expressions."""
+        return "".join(self.exact_code(node).split()).strip("()") if node is not None else ""
+
     # -- findings -------------------------------------------------------------
     def claim(self, node: cst.CSTNode) -> None:
         self.claimed.add(id(node))

@@ -26,8 +26,8 @@ def _excluded(path: Path, settings: Settings) -> bool:
     return any(path_matches(relative, pattern) for pattern in settings.exclude)
 
 
-def discover(paths: list[Path], settings: Settings) -> list[Path]:
-    """Files to check, in a deterministic order. Explicitly named files are always kept."""
+def discover(paths: list[Path], settings: Settings, force_exclude: bool = False) -> list[Path]:
+    """Files to check, in a deterministic order. Explicitly named files are kept unless force_exclude."""
     found: list[Path] = []
     seen: set[Path] = set()
     for root in paths:
@@ -40,7 +40,7 @@ def discover(paths: list[Path], settings: Settings) -> list[Path]:
                     if name.endswith(PYTHON_SUFFIXES) and not _excluded(file, settings) and file not in seen:
                         seen.add(file)
                         found.append(file)
-        elif root not in seen:
+        elif root not in seen and not (force_exclude and _excluded(root, settings)):
             seen.add(root)
             found.append(root)
     return found

@@ -17,13 +17,10 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from torchlint.static import ops
+from torchlint.static.arith import arith, square
 from torchlint.static.context import CallInfo, FileContext
+from torchlint.static.semantics import apply_op
 from torchlint.static.values import ANY, NONNEG, NOTHING, POS, UNKNOWN, Value, constant, join
-
-
-def _square(base: Value, node, half: bool) -> Value:
-    """x**2 is 0 exactly where x is: evidence only when x itself can be 0 (a difference, a ReLU...)."""
-    return Value(op="square", sign=NONNEG if base.hazard else UNKNOWN, desc="a square", half=half, node=node)
 
 
 @dataclass
@@ -182,7 +179,7 @@ class Walker:
         self.events.append((2, node))
         if isinstance(node.target, cst.Name):
             op = type(node.operator).__name__.replace("Assign", "")
-            self.frame.env[node.target.value] = self._arith(op, left, right, node.target, node.value)
+            self.frame.env[node.target.value] = self._arith_value(op, left, right, node.target, node.value)
 
     def _return(self, node: cst.Return) -> None:
         self.frame.returns.append(self.expr(node.value) if node.value is not None else NOTHING)
@@ -491,40 +488,7 @@ class Walker:
         self.events.append((1, node))
         left = self.expr(node.left)
         right = self.expr(node.right)
-        return self._arith(type(node.operator).__name__, left, right, node.left, node.right, node)
-
-    def _arith(self, op, left: Value, right: Value, left_node, right_node, node=None) -> Value:
-        node = node if node is not None else left_node
-        half = left.half or right.half
-        if op == "Add":
-            return _add(left, right, node, half)
-        if op == "Subtract":
-            return _subtract(left, right, left_node, right_node, node, half, self.ctx)
-        if op == "Multiply":
-            return _multiply(left, right, left_node, right_node, node, half, self.ctx)
-        if left.op == "const" and right.op == "const" and left.const is not None and right.const is not None:
-            folded = _fold(op, left.const, right.const)
-            if folded is not None:
-                return constant(folded, node)
-        if op == "Divide":
-            if right.op == "const" and right.const and right.const > 0:
-                return left.but(node=node, const=None, eps=None) if not left.kind else NOTHING
-            if left.sign == POS and right.sign == POS:
-                return Value(op="div", sign=POS, half=half, node=node)
-            if left.sign == NONNEG and right.sign == POS:
-                return Value(op="div", sign=NONNEG, desc=left.desc, half=half, node=node)
-            return Value(op="div", half=half, unbounded=left.unbounded, node=node)
-        if op == "Power":
-            exponent = right.const if right.op == "const" else None
-            if exponent is not None and exponent == int(exponent) and int(exponent) % 2 == 0 and exponent > 0:
-                return _square(left, node, half)
-            if exponent == 0.5:
-                return Value(op="sqrt", sign=POS if left.sign == POS else NONNEG, half=half, node=node)
-            return Value(half=half, node=node)
-        if op == "MatrixMultiply":
-            return Value(op="matmul", unbounded=True, half=half or self.fp16 > 0,
-                         desc="a matmul output", node=node)
-        return NOTHING
+        return self._arith_value(type(node.operator).__name__, left, right, node.left, node.right, node)
 
     # -- calls -------------------------------------------------------------------------
     def _call(self, node: cst.Call) -> Value:
@@ -643,7 +607,7 @@ class Walker:
             return Value(op="matmul", unbounded=True, half=module.half or argument.half or self.fp16 > 0,
                          desc="a linear-layer output", node=node)
         if op in ("sigmoid", "softmax", "log_softmax", "relu", "softplus"):
-            return self._apply(op, argument, node, [])
+            return apply_op(op, argument, node, [])
         return NOTHING
 
     def _cast(self, info: CallInfo, receiver: Value) -> Value:
@@ -688,7 +652,7 @@ class Walker:
             exponent = self.ctx.value(info.param(1, "exponent"))
             if exponent.op == "const" and exponent.const is not None:
                 if exponent.const > 0 and exponent.const == int(exponent.const) and int(exponent.const) % 2 == 0:
-                    return _square(operand, node, operand.half)
+                    return square(operand, node, operand.half)
                 if exponent.const == 0.5:
                     return Value(op="sqrt", sign=POS if operand.sign == POS else NONNEG, node=node)
             return NOTHING
@@ -710,63 +674,11 @@ class Walker:
                 operand = operand.but(half=False)
         if op == "divide":
             divisor = rest[0] if rest else NOTHING
-            return self._arith("Divide", operand, divisor, info.operand, info.param(1, "other"), node)
-        return self._apply(op, operand, node, rest)
+            return self._arith_value("Divide", operand, divisor, info.operand, info.param(1, "other"), node)
+        return apply_op(op, operand, node, rest)
 
-    def _apply(self, op: str, x: Value, node, rest: list[Value]) -> Value:
-        half = x.half
-        if op == "identity":
-            return x
-        if op == "sigmoid":
-            return Value(op=op, sign=NONNEG, prob=True, desc="a sigmoid output", half=half, node=node)
-        if op == "softmax":
-            return Value(op=op, sign=NONNEG, prob=True, desc="a softmax output", half=half, node=node)
-        if op == "log_softmax":
-            return Value(op=op, half=half, node=node)
-        if op == "exp":
-            return Value(op=op, sign=POS, of=x, half=half, node=node)
-        if op == "softplus":
-            return Value(op=op, sign=POS, half=half, node=node)
-        if op == "relu":
-            return Value(op=op, sign=NONNEG, zero=True, desc="a ReLU output", half=half, node=node)
-        if op == "abs":
-            return Value(op=op, sign=NONNEG if x.hazard else UNKNOWN, desc="an absolute value", half=half, node=node)
-        if op == "square":
-            return _square(x, node, half)
-        if op == "sqrt":
-            return Value(op=op, sign=POS if x.sign == POS else NONNEG, desc="a square root", of=x, half=half,
-                         node=node)
-        if op == "rsqrt":
-            return Value(op=op, sign=POS, of=x, half=half, node=node)
-        if op in ("sum", "nansum", "mean", "nanmean"):
-            sign = x.sign if x.sign in (POS, NONNEG) else UNKNOWN
-            if x.op == "softmax":
-                sign = POS  # a softmax sums to 1
-            desc = "a sum of squares" if x.op == "square" else ("a count" if x.op == "mask" else f"a {op}")
-            kind = "count" if x.op == "mask" and op in ("sum", "nansum") else op.replace("nan", "")
-            return Value(op=kind, sign=sign, desc=desc, of=x, half=half, node=node)
-        if op == "norm":
-            return Value(op=op, sign=POS if x.sign == POS else NONNEG, desc="a norm", of=x, half=half, node=node)
-        if op in ("std", "var"):
-            desc = "a standard deviation" if op == "std" else "a variance"
-            return Value(op=op, sign=NONNEG, desc=desc, of=x, half=half, node=node)
-        if op in ("count_nonzero", "bincount"):
-            return Value(op="count", sign=NONNEG, desc="a count", node=node)
-        if op in ("amax", "amin"):
-            return Value(op=op[1:], of=x, sign=x.sign if x.sign == POS else UNKNOWN, node=node)
-        if op in ("zeros", "zeros_like"):
-            return Value(op="const", sign=NONNEG, const=0.0, zero=True, desc="zeros", node=node)
-        if op in ("ones", "ones_like"):
-            return Value(op="const", sign=POS, const=1.0, node=node)
-        if op == "full" and rest:
-            return rest[0].but(node=node)
-        if op == "rand":
-            return Value(op=op, sign=NONNEG, desc="uniform samples in [0, 1)", node=node)
-        if op == "where" and len(rest) >= 2:
-            return join(rest[0], rest[1])
-        if op in ops.LOG_OPS:
-            return Value(op=op, half=half, node=node)
-        return Value(op=op, half=half, node=node)
+    def _arith_value(self, op, left: Value, right: Value, left_node, right_node, node=None) -> Value:
+        return arith(op, left, right, left_node, right_node, node, self.ctx, self.fp16 > 0)
 
     def _is_fp16_autocast(self, call: cst.Call) -> bool:
         qual = self.ctx.qualify(call.func) or ""
@@ -790,79 +702,6 @@ class Walker:
         return qual == "torch.cuda.amp.autocast" or device == "cuda"
 
 
-def _add(left: Value, right: Value, node, half: bool) -> Value:
-    signs = (left.sign, right.sign)
-    if left.kind or right.kind:
-        return NOTHING
-    if left.op == "const" and right.op == "const" and left.const is not None and right.const is not None:
-        return constant(left.const + right.const, node)
-    if signs == (POS, POS):
-        return Value(op="add", sign=POS, half=half, node=node)
-    for guard, guarded in ((left, right), (right, left)):
-        if guard.sign == POS and guarded.sign == NONNEG:
-            # The eps is the value itself wherever `guarded` is exactly 0: track it only where that is routine.
-            eps = guard.const if guarded.zero else None
-            return Value(op="add", sign=POS, eps=eps, desc=guarded.desc, half=half, node=node)
-    if signs == (NONNEG, NONNEG):
-        return Value(op="add", sign=NONNEG, desc=left.desc or right.desc, half=half, node=node)
-    return Value(op="add", half=half, unbounded=left.unbounded or right.unbounded, node=node)
-
-
-def _fold(op: str, left: float, right: float) -> float | None:
-    try:
-        if op == "Divide":
-            return left / right
-        if op == "Power" and abs(right) < 64:
-            return float(left**right)
-    except (ZeroDivisionError, OverflowError, TypeError, ValueError):
-        return None
-    return None
-
-
-def _subtract(left: Value, right: Value, left_node, right_node, node, half, ctx) -> Value:
-    if left.kind or right.kind:
-        return NOTHING
-    if left.op == "const" and right.op == "const" and left.const is not None and right.const is not None:
-        return constant(left.const - right.const, node)
-    if left.op == "const" and left.const == 1 and right.prob:
-        return Value(op="complement", sign=NONNEG, prob=True, half=half, node=node,
-                     desc="one minus a probability")
-    if right.op == "min" and right.of is not None and right.of is left and left is not NOTHING:
-        return Value(op="shift", sign=NONNEG, zero=True, half=half, node=node,
-                     desc="a shift by its own minimum")
-    if right.op == "max" and right.of is not None and (right.of is left or right.of.node is left.node):
-        return Value(op="shift", shifted=True, half=half, node=node)
-    if left.op in ("max", "min") and right.op in ("max", "min"):
-        return Value(op="range", sign=NONNEG, desc="a max - min range",
-                     half=half, node=node)
-    if left.op == "const" or right.op == "const":
-        if right.op == "const" and right.const is not None and right.const <= 0:
-            return _add(left, constant(-right.const), node, half)
-        return Value(op="sub", half=half, unbounded=left.unbounded, node=node)
-    return Value(op="sub", sign=ANY, desc="a difference", half=half,
-                 unbounded=left.unbounded or right.unbounded, node=node)
-
-
-def _multiply(left: Value, right: Value, left_node, right_node, node, half, ctx) -> Value:
-    if left.kind or right.kind:
-        return NOTHING
-    if left.op == "const" and right.op == "const" and left.const is not None and right.const is not None:
-        return constant(left.const * right.const, node)
-    if left is right and left is not NOTHING or (
-        isinstance(left_node, cst.Name) and isinstance(right_node, cst.Name) and left_node.value == right_node.value
-    ):
-        return _square(left, node, half)
-    for scale, other in ((left, right), (right, left)):
-        if scale.op == "const" and scale.const is not None and scale.const > 0:
-            return other.but(node=node, const=None) if other is not NOTHING else NOTHING
-    signs = {left.sign, right.sign}
-    if signs == {POS}:
-        return Value(op="mul", sign=POS, half=half, node=node)
-    if signs <= {POS, NONNEG}:
-        return Value(op="mul", sign=NONNEG, desc=left.desc or right.desc, half=half, node=node)
-    return Value(op="mul", half=half, unbounded=left.unbounded or right.unbounded, node=node)
-
-
 def _merge(before: dict[str, Value], first: dict[str, Value], second: dict[str, Value]) -> dict[str, Value]:
     merged = dict(second)
     for name, value in first.items():
@@ -877,29 +716,25 @@ def _merge(before: dict[str, Value], first: dict[str, Value], second: dict[str, 
     return merged
 
 
-def _text(ctx: FileContext, node) -> str:
-    return "".join(ctx.exact_code(node).split()).strip("()")
-
-
 def _claim_where_guarded(ctx: FileContext, call: cst.Call) -> None:
     """`where(d == 0, fallback, x / d)` handles the zero itself: its division/log/sqrt of d is not reported."""
     if not call.args or not isinstance(call.args[0].value, cst.Comparison):
         return
     condition = call.args[0].value
-    guarded = {_text(ctx, condition.left)}
-    guarded.update(_text(ctx, target.comparator) for target in condition.comparisons)
+    guarded = {ctx.shape(condition.left)}
+    guarded.update(ctx.shape(target.comparator) for target in condition.comparisons)
     stack = [arg.value for arg in call.args[1:]]
     while stack:
         node = stack.pop()
         if isinstance(node, cst.BinaryOperation):
-            if isinstance(node.operator, cst.Divide) and _text(ctx, node.right) in guarded:
+            if isinstance(node.operator, cst.Divide) and ctx.shape(node.right) in guarded:
                 ctx.claim(node)
             stack.extend((node.left, node.right))
         elif isinstance(node, cst.Call):
             inner = [arg.value for arg in node.args]
             if isinstance(node.func, cst.Attribute):
                 inner.append(node.func.value)
-            if any(_text(ctx, arg) in guarded for arg in inner):
+            if any(ctx.shape(arg) in guarded for arg in inner):
                 ctx.claim(node)
             stack.extend(inner)
         elif isinstance(node, cst.UnaryOperation):

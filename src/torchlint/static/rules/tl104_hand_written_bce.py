@@ -26,7 +26,7 @@ class HandWrittenBce(Rule):
         _collect(ctx, node, logs, inner)
         if len(logs) < 2:
             return
-        texts = {id(log): _text(ctx, log.operand) for log in logs if log.operand is not None}
+        texts = {id(log): ctx.shape(log.operand) for log in logs if log.operand is not None}
         for first in logs:
             for second in logs:
                 complement = second.operand
@@ -35,7 +35,7 @@ class HandWrittenBce(Rule):
                     continue
                 if ctx.value(complement.left).const != 1:
                     continue
-                if _text(ctx, complement.right) != texts.get(id(first)):
+                if ctx.shape(complement.right) != texts.get(id(first)):
                     continue
                 if ctx.value(first.operand).sign == POS:
                     continue  # clamped or eps-guarded: a deliberate, safe form
@@ -69,6 +69,3 @@ def _collect(ctx: FileContext, node, logs: list[CallInfo], inner: list) -> None:
         elif call.op in ("mean", "sum") and call.operand is not None:
             _collect(ctx, call.operand, logs, inner)
 
-
-def _text(ctx: FileContext, node) -> str:
-    return "".join(ctx.exact_code(node).split()).strip("()")
