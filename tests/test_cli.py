@@ -217,3 +217,14 @@ def test_force_exclude_applies_to_named_files(project, capsys):
     write(project / "generated" / "g.py", BUGGY)
     assert run(["generated/g.py", "--no-cache"], capsys)[0] == 1
     assert run(["generated/g.py", "--no-cache", "--force-exclude"], capsys)[0] == 0
+
+
+@pytest.mark.parametrize("args", [["rule", "TL101"], [str(FIXTURES), "--no-cache"]])
+def test_closed_pipe_is_not_a_traceback(args):
+    # The reader goes away before torchlint writes (as with `torchlint ... | head -1`).
+    child = subprocess.Popen([sys.executable, "-m", "torchlint", *args], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE)
+    child.stdout.close()
+    stderr = child.stderr.read().decode()
+    child.wait()
+    assert "Traceback" not in stderr and "BrokenPipe" not in stderr

@@ -67,6 +67,10 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_ERROR
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # `torchlint ... | head`: the reader left; no traceback
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_FINDINGS
 
 
 def _settings(args: argparse.Namespace) -> Settings:
