@@ -8,7 +8,8 @@ from torchlint.config import Settings
 
 EXPECTED = {
     # seed 001 example 3: Adam lr=0.1 on gradients scaled by 1e-50; plus fp16 params and eps=0
-    "numerics/adam_tiny_grads.py": {("TL110", 19), ("TL110", 33), ("TL110", 34)},
+    # ... and `param.grad.data *= 1e-50` (TL201)
+    "numerics/adam_tiny_grads.py": {("TL110", 19), ("TL201", 29), ("TL110", 33), ("TL110", 34)},
     # seed 002: float16 softmax over large logits (a .half() model, fp16 autocast); bf16/upcast are clean
     "numerics/attention_fp16.py": {("TL107", 31), ("TL107", 38)},
     # seed 000 example 3: BCE on a model ending in Sigmoid (function and BCELoss forms); clamped form clean
@@ -16,7 +17,7 @@ EXPECTED = {
     # seed 001 example 1: -y*log(p) - (1-y)*log(1-p) on a saturating sigmoid; clamped form clean
     "numerics/handwritten_bce.py": {("TL104", 25)},
     # seed 001 example 2: param.data.uniform_(1, 10); plus normal_(std=2); data tensors and bias=1 clean
-    "numerics/large_init.py": {("TL109", 15), ("TL109", 25)},
+    "numerics/large_init.py": {("TL109", 15), ("TL201", 25), ("TL109", 25)},
     "numerics/losses.py": {
         ("TL102", 10), ("TL111", 17), ("TL111", 21), ("TL114", 25), ("TL105", 35), ("TL106", 39),
         ("TL106", 49), ("TL101", 53), ("TL112", 57), ("TL113", 61), ("TL112", 65), ("TL108", 75),
@@ -26,7 +27,22 @@ EXPECTED = {
     "numerics/nan_hunt_mlp.py": {("TL101", 17)},
     # seed 000 example 2: 1 / data with a zero; inverse class frequencies; norms. where-masked form clean
     "numerics/preprocess_divide.py": {("TL106", 9), ("TL106", 15), ("TL106", 26)},
+    # seed 000 example 1: an LSTM trained without gradient clipping
+    "training/rnn_no_clip.py": {("TL302", 23)},
+    "training/broken_loops.py": {
+        ("TL301", 10), ("TL301", 19), ("TL303", 29), ("TL303", 38), ("TL404", 44), ("TL305", 48),
+        ("TL403", 54), ("TL402", 62), ("TL401", 64), ("TL304", 69), ("TL304", 70), ("TL204", 74),
+        ("TL306", 81), ("TL205", 87), ("TL701", 91),
+    },
+    # the zero_grad is missing from a method the fit() loop calls, defined after it
+    "training/trainer_class.py": {("TL301", 15)},
+    "training/autograd_errors.py": {
+        ("TL202", 11), ("TL203", 17), ("TL203", 23), ("TL202", 29), ("TL201", 35),
+    },
+    # seed 002's reproducibility recipe, done partially
+    "training/reproducibility.py": {("TL503", 12), ("TL501", 13), ("TL502", 16), ("TL502", 17), ("TL501", 27)},
     "clean/training.py": set(),
+    "clean/good_loops.py": set(),
     "clean/no_torch.py": set(),
 }
 

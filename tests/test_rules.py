@@ -326,23 +326,24 @@ CASES = {
         layer = nn.Linear(4, 4)
         nn.init.uniform_(layer.weight, -5.0, 5.0)
         """, {("TL109", 4)}),
-    "fill_ on a bias": ("""
+    "fill_ on a bias (and .data: TL201)": ("""
         import torch.nn as nn
         layer = nn.Linear(4, 4)
         layer.bias.data.fill_(10.0)
-        """, {("TL109", 4)}),
+        """, {("TL109", 4), ("TL201", 4)}),
     "normal_ over named_parameters": ("""
         import torch.nn as nn
         model = nn.Linear(4, 4)
         for name, p in model.named_parameters():
             p.data.normal_(0, 1.5)
-        """, {("TL109", 5)}),
+        """, {("TL109", 5), ("TL201", 5)}),
     "clean: small init, forget-gate bias 1, data tensors": ("""
         import torch
         import torch.nn as nn
         layer = nn.Linear(4, 4)
         nn.init.uniform_(layer.weight, -0.1, 0.1)
-        layer.bias.data.fill_(1.0)
+        with torch.no_grad():
+            layer.bias.fill_(1.0)
         noise = torch.empty(10).uniform_(-5, 5)
         nn.init.normal_(layer.weight, std=0.02)
         """, set()),
@@ -422,9 +423,11 @@ def test_rule_case(name):
 
 
 def test_every_rule_has_failing_and_passing_cases():
+    from test_training_rules import CASES as TRAINING_CASES
+
     from torchlint.static.rules import STATIC_RULES
 
-    failing = {code for _, expected in CASES.values() for code, _ in expected}
+    failing = {code for _, expected in [*CASES.values(), *TRAINING_CASES.values()] for code, _ in expected}
     assert {rule.info.code for rule in STATIC_RULES} <= failing
     assert any(not expected for _, expected in CASES.values())
 

@@ -8,6 +8,7 @@ from typing import Any
 import libcst as cst
 
 from torchlint.catalog import RuleInfo
+from torchlint.static.scopes import MODULE_SCOPE, Body, Scope
 from torchlint.static.values import NOTHING, Value
 
 
@@ -31,7 +32,7 @@ class Pending:
 class CallInfo:
     """A call resolved to a canonical op: the form it was written in and its arguments."""
 
-    __slots__ = ("node", "op", "qual", "form", "receiver", "args", "kwargs", "callee")
+    __slots__ = ("node", "op", "qual", "form", "receiver", "args", "kwargs", "callee", "scope")
 
     def __init__(self, node: cst.Call) -> None:
         self.node = node
@@ -42,6 +43,12 @@ class CallInfo:
         self.args: list[cst.BaseExpression] = []
         self.kwargs: dict[str, cst.BaseExpression] = {}
         self.callee: Value = NOTHING
+        self.scope: Scope = MODULE_SCOPE
+
+    @property
+    def name(self) -> str:
+        """Last component of the called name: `step` for `opt.step()`, `load` for `torch.load`."""
+        return (self.qual or "").rsplit(".", 1)[-1]
 
     @property
     def operand(self) -> cst.BaseExpression | None:
@@ -72,6 +79,13 @@ class FileContext:
     calls: dict[int, CallInfo] = field(default_factory=dict)
     claimed: set[int] = field(default_factory=set)
     pending: list[Pending] = field(default_factory=list)
+    module_body: Body | None = None
+    loops: list[Body] = field(default_factory=list)
+    scopes: dict[int, Scope] = field(default_factory=dict)  # for non-call events
+    functions: list[Body] = field(default_factory=list)  # every function body, in file order
+    timeline: list[Any] = field(default_factory=list)  # every logged call and mark, in file order
+    statements: dict[int, tuple[cst.SimpleStatementLine, bool]] = field(default_factory=dict)
+    # call id -> (its statement line, whether it is alone in its block): for fixes that remove a call
 
     # -- names -------------------------------------------------------------
     def qualify(self, node: cst.BaseExpression) -> str | None:
@@ -126,6 +140,9 @@ class FileContext:
 
     def is_claimed(self, node: cst.CSTNode) -> bool:
         return id(node) in self.claimed
+
+    def scope_of(self, node: cst.CSTNode) -> Scope:
+        return self.scopes.get(id(node), MODULE_SCOPE)
 
     def option(self, rule: RuleInfo, name: str) -> Any:
         return self.options.get(rule.code, {}).get(name, rule.options[name])

@@ -18,6 +18,7 @@ from torchlint.static import suppress
 from torchlint.static.context import FileContext
 from torchlint.static.locate import locate
 from torchlint.static.rules import STATIC_RULES, Rule
+from torchlint.static.rules.base import DELETE_LINE
 from torchlint.static.walker import Walker
 
 # Every rule needs torch or numpy to be imported: files that never mention them are skipped unparsed.
@@ -28,16 +29,20 @@ def might_have_findings(source: str) -> bool:
     return _RELEVANT.search(source) is not None
 
 
+HOOKS = ("on_call", "on_binop", "on_augassign", "on_attribute", "on_with", "on_end")
+
+
 @lru_cache(maxsize=32)
-def _handlers(enabled: frozenset[str]) -> tuple[list, list, list]:
-    calls, binops, augassigns = [], [], []
+def _handlers(enabled: frozenset[str]) -> tuple[list, ...]:
+    """For each hook, the bound methods of the enabled rules that override it."""
+    table: tuple[list, ...] = tuple([] for _ in HOOKS)
     for rule in STATIC_RULES:
         if rule.info.code not in enabled:
             continue
-        for name, bucket in (("on_call", calls), ("on_binop", binops), ("on_augassign", augassigns)):
+        for name, bucket in zip(HOOKS, table, strict=True):
             if getattr(type(rule), name) is not getattr(Rule, name):
                 bucket.append(getattr(rule, name))
-    return calls, binops, augassigns
+    return table
 
 
 def check_text(
@@ -77,7 +82,7 @@ def _check_text(source, path, enabled, options) -> tuple[list[Finding], bool]:
 
     ctx = FileContext(path=path, source=source, module=module, options=options or {})
     try:
-        Walker(ctx, *_handlers(enabled)).run(module)
+        Walker(ctx, _handlers(enabled)).run(module)
     except Exception as error:  # a rule bug must not stop the run; the tests re-raise it
         if os.environ.get("TORCHLINT_STRICT"):
             raise
@@ -108,15 +113,19 @@ def _check_text(source, path, enabled, options) -> tuple[list[Finding], bool]:
             continue
         fix = None
         if pending.fix is not None:
-            edits = tuple(
-                Edit(*spans[id(node)], content=text)
-                for node, text in pending.fix.replacements
-                if id(node) in spans
-            )
+            edits = tuple(_edit(spans[id(node)], text) for node, text in pending.fix.replacements
+                          if id(node) in spans)
             fix = Fix(pending.fix.message, pending.fix.applicability, edits)
         findings.append(_finding(pending.rule, pending.message, path, span, fix))
     findings.sort(key=lambda f: f.sort_key)
     return findings, True
+
+
+def _edit(span, text: str) -> Edit:
+    line, column, end_line, end_column = span
+    if text == DELETE_LINE:  # the statement's whole lines, indentation and newline included
+        return Edit(line, 1, end_line + 1, 1, "")
+    return Edit(line, column, end_line, end_column, text)
 
 
 def _describe_syntax_error(source: str, path: str, error: cst.ParserSyntaxError):

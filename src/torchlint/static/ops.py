@@ -63,7 +63,15 @@ FUNCTION_OPS.update({
     "torch.nn.functional.cross_entropy": "cross_entropy",
     "torch.nn.functional.nll_loss": "nll_loss",
     "torch.nn.functional.normalize": "normalize",
+    "torch.tanh": "tanh",
+    "torch.nn.functional.tanh": "tanh",
 })
+FUNCTION_OPS.update({f"torch.nn.functional.{name}": "loss" for name in (
+    "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "kl_div", "poisson_nll_loss",
+    "gaussian_nll_loss", "margin_ranking_loss", "hinge_embedding_loss", "cosine_embedding_loss",
+    "triplet_margin_loss", "soft_margin_loss", "multilabel_soft_margin_loss", "ctc_loss",
+)})
+LOSS_OPS = frozenset({"loss", "bce", "bce_logits", "cross_entropy", "nll_loss"})
 # Functions that return (a view of) their first argument's values.
 FUNCTION_OPS.update({f"torch.{name}": "identity" for name in (
     "masked_fill", "squeeze", "unsqueeze", "real", "flatten", "reshape", "transpose", "permute",
@@ -75,7 +83,7 @@ METHOD_OPS: dict[str, str] = {name: name for name in (
     "log", "log2", "log10", "log1p", "exp", "expm1", "sqrt", "rsqrt", "sigmoid", "softmax",
     "log_softmax", "logsumexp", "sum", "mean", "std", "var", "norm", "abs", "square", "pow",
     "relu", "clamp", "clamp_min", "matmul", "amax", "amin", "max", "min", "nansum", "nanmean",
-    "count_nonzero", "bincount",
+    "count_nonzero", "bincount", "tanh",
 )}
 METHOD_OPS.update({
     "clip": "clamp", "clip_min": "clamp_min", "absolute": "abs", "div": "divide",
@@ -110,6 +118,7 @@ MODULE_OPS: dict[str, str] = {
     "torch.nn.Softmax": "softmax",
     "torch.nn.LogSoftmax": "log_softmax",
     "torch.nn.ReLU": "relu",
+    "torch.nn.Tanh": "tanh",
     "torch.nn.Softplus": "softplus",
     "torch.nn.Linear": "linear",
     "torch.nn.LazyLinear": "linear",

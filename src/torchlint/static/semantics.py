@@ -59,6 +59,8 @@ def apply_op(op: str, x: Value, node, rest: list[Value]) -> Value:
         return Value(op=op, sign=NONNEG, desc="uniform samples in [0, 1)", node=node)
     if op == "where" and len(rest) >= 2:
         return join(rest[0], rest[1])
+    if op in ops.LOSS_OPS:
+        return Value(op="loss", desc="a loss", half=half, node=node)
     if op in ops.LOG_OPS:
         return Value(op=op, half=half, node=node)
     return Value(op=op, half=half, node=node)

@@ -36,6 +36,8 @@ class Value:
     returns: Value | None = None  # what calling it yields
     cls: Any = None  # ClassInfo for user classes/instances
     items: tuple[Value, ...] = ()
+    body: Any = None  # scopes.Body of a function: what calling it does
+    workers: int | None = None  # DataLoader num_workers (0 when not given)
 
     def but(self, **changes: Any) -> Value:
         return replace(self, **changes)

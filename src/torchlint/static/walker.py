@@ -12,13 +12,14 @@ LibCST visitor and no metadata, which would cost as much as the parse itself.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import libcst as cst
 
 from torchlint.static import ops
 from torchlint.static.arith import arith, square
 from torchlint.static.context import CallInfo, FileContext
+from torchlint.static.scopes import MODULE_SCOPE, Body, Mark, Scope
 from torchlint.static.semantics import apply_op
 from torchlint.static.values import ANY, NONNEG, NOTHING, POS, UNKNOWN, Value, constant, join
 
@@ -58,20 +59,16 @@ Handler = Callable[[FileContext, object], None]
 
 
 class Walker:
-    def __init__(
-        self,
-        ctx: FileContext,
-        call_handlers: list[Handler],
-        binop_handlers: list[Handler],
-        augassign_handlers: list[Handler],
-    ) -> None:
+    def __init__(self, ctx: FileContext, handlers: tuple[list[Handler], ...]) -> None:
+        """handlers: per hook (call, binop, augassign, attribute, with, end), the rules' methods."""
         self.ctx = ctx
-        self.call_handlers = call_handlers
-        self.binop_handlers = binop_handlers
-        self.augassign_handlers = augassign_handlers
+        self.handlers = handlers
         self.events: list[tuple[int, object]] = []
         self.fp16 = 0  # depth of float16 autocast regions
         self.frame = Frame(None)
+        self.scope = MODULE_SCOPE
+        self.logs: list[Body] = []
+        self.block_size = 0
         self._stmt: dict[type, Callable[[cst.CSTNode], None]] = {
             cst.SimpleStatementLine: self._simple_line,
             cst.FunctionDef: self._function,
@@ -124,10 +121,24 @@ class Walker:
 
     # -- driver ----------------------------------------------------------------
     def run(self, module: cst.Module) -> None:
+        body = Body("module", module, MODULE_SCOPE)
+        self.ctx.module_body = body
+        self.logs.append(body)
+        self._preregister(module.body, self.frame.env)
         self.block(module.body)
+        for handler in self.handlers[5]:
+            handler(self.ctx)
+
+    def _preregister(self, statements, table: dict[str, Value]) -> None:
+        """Functions get their (still empty) body log up front, so a call to one defined later
+        in the file still expands to what it does."""
+        for statement in statements:
+            if isinstance(statement, cst.FunctionDef):
+                table[statement.name.value] = Value(kind="function", body=Body("function", statement, MODULE_SCOPE))
 
     def block(self, body) -> None:
         stmt = self._stmt
+        self.block_size = len(body)
         for node in body:
             handler = stmt.get(type(node))
             if handler is not None:
@@ -138,9 +149,9 @@ class Walker:
             return
         events, self.events = self.events, []
         ctx = self.ctx
+        table = self.handlers
         for kind, item in events:
-            handlers = (self.call_handlers, self.binop_handlers, self.augassign_handlers)[kind]
-            for handler in handlers:
+            for handler in table[kind]:
                 handler(ctx, item)
 
     def body(self, node) -> None:
@@ -155,6 +166,8 @@ class Walker:
 
     # -- statements --------------------------------------------------------------
     def _simple_line(self, node: cst.SimpleStatementLine) -> None:
+        if len(node.body) == 1 and isinstance(node.body[0], cst.Expr) and isinstance(node.body[0].value, cst.Call):
+            self.ctx.statements[id(node.body[0].value)] = (node, self.block_size == 1)
         for small in node.body:
             self._small_stmt(small)
         self.flush()
@@ -167,7 +180,25 @@ class Walker:
     def _assign(self, node: cst.Assign) -> None:
         value = self.expr(node.value)
         for target in node.targets:
+            self._mark_assignment(target.target, node.value)
             self.bind(target.target, value)
+
+    def _mark_assignment(self, target, value_node) -> None:
+        if isinstance(target, cst.Attribute):
+            if target.attr.value == "grad" and isinstance(value_node, cst.Name) and value_node.value == "None":
+                self._log(Mark("grad_none", target, scope=self.scope))
+            else:
+                qual = self.ctx.qualify(target)
+                if qual is not None and qual.startswith("torch."):
+                    self._log(Mark("setattr", target, qual, value_node, self.scope))
+        elif isinstance(target, cst.Subscript) and self.ctx.qualify(target.value) == "os.environ":
+            key = target.slice[0].slice if target.slice else None
+            if isinstance(key, cst.Index) and isinstance(key.value, cst.SimpleString):
+                self._log(Mark("env", target, str(key.value.evaluated_value), value_node, self.scope))
+
+    def _log(self, entry) -> None:
+        self.logs[-1].entries.append(entry)
+        self.ctx.timeline.append(entry)
 
     def _annassign(self, node: cst.AnnAssign) -> None:
         if node.value is not None:
@@ -177,6 +208,8 @@ class Walker:
         left = self.expr(node.target)
         right = self.expr(node.value)
         self.events.append((2, node))
+        self.ctx.scopes[id(node)] = self.scope
+        self._log(Mark("accumulate", node, value=node.value, scope=self.scope))
         if isinstance(node.target, cst.Name):
             op = type(node.operator).__name__.replace("Assign", "")
             self.frame.env[node.target.value] = self._arith_value(op, left, right, node.target, node.value)
@@ -205,17 +238,37 @@ class Walker:
                 local = alias.asname.name.value
             self.ctx.aliases[local] = f"{base}.{name}"
 
-    def _decorators(self, node) -> int:
-        fp16 = 0
+    def _decorators(self, node) -> tuple[int, bool]:
+        fp16, no_grad = 0, False
         for decorator in node.decorators:
-            self.expr(decorator.decorator)
-            if isinstance(decorator.decorator, cst.Call) and self._is_fp16_autocast(decorator.decorator):
+            expression = decorator.decorator
+            self.expr(expression)
+            if isinstance(expression, cst.Call) and self._is_fp16_autocast(expression):
                 fp16 = 1
+            no_grad = no_grad or self._disables_grad(expression)
         self.flush()
-        return fp16
+        return fp16, no_grad
+
+    def _disables_grad(self, expression) -> bool:
+        """torch.no_grad() / torch.inference_mode() / torch.set_grad_enabled(False), called or not."""
+        func = expression.func if isinstance(expression, cst.Call) else expression
+        qual = self.ctx.qualify(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
+        if qual in ("torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad"):
+            return True
+        if qual == "torch.set_grad_enabled" and isinstance(expression, cst.Call) and expression.args:
+            argument = expression.args[0].value
+            return isinstance(argument, cst.Name) and argument.value == "False"
+        return False
 
     def _function(self, node: cst.FunctionDef, self_value: Value | None = None) -> Value:
-        fp16 = self._decorators(node)
+        fp16, no_grad = self._decorators(node)
+        registered = self.frame.env.get(node.name.value) if self_value is None else (
+            self_value.cls.methods.get(node.name.value) if self_value.cls is not None else None)
+        body = registered.body if registered is not None and isinstance(registered.body, Body) \
+            and registered.body.node is node else Body("function", node, MODULE_SCOPE)
+        name = node.name.value
+        body.scope = Scope(no_grad=no_grad or self.scope.no_grad, function=name,
+                           debug=self.scope.debug or "debug" in name.lower())
         for param in _params(node.params):
             if param.default is not None:
                 self.expr(param.default)
@@ -230,9 +283,16 @@ class Walker:
                 frame.env[param.name.value] = Value()
         self.frame = frame
         self.fp16 += fp16
+        outer_scope = self.scope
+        self.scope = body.scope
+        self.logs.append(body)
+        self.ctx.functions.append(body)
         try:
+            self._preregister(node.body.body if isinstance(node.body, cst.IndentedBlock) else [], frame.env)
             self.body(node)
         finally:
+            self.logs.pop()
+            self.scope = outer_scope
             self.fp16 -= fp16
             self.frame = outer
         returns = NOTHING
@@ -240,8 +300,9 @@ class Walker:
             returns = frame.returns[0]
             for value in frame.returns[1:]:
                 returns = join(returns, value)
-        value = Value(kind="function", returns=returns)
-        outer.env[node.name.value] = value
+        value = Value(kind="function", returns=returns, body=body)
+        if self_value is None:
+            outer.env[node.name.value] = value
         return value
 
     def _class(self, node: cst.ClassDef) -> None:
@@ -257,6 +318,9 @@ class Walker:
         body = node.body.body if isinstance(node.body, cst.IndentedBlock) else []
         functions = [s for s in body if isinstance(s, cst.FunctionDef)]
         functions.sort(key=lambda f: f.name.value != "__init__")  # __init__ first: it sets self.*
+        for function in functions:
+            info.methods[function.name.value] = Value(
+                kind="function", body=Body("function", function, MODULE_SCOPE))
         class_frame = Frame(outer, self_value=instance)
         self.frame = class_frame
         try:
@@ -273,7 +337,13 @@ class Walker:
         for name in _compared_names(node.test):
             self.frame.env[name] = Value()
         before = dict(self.frame.env)
-        self.body(node)
+        outer_scope = self.scope
+        if not outer_scope.debug and _mentions(node.test, "debug"):
+            self.scope = replace(outer_scope, debug=True)
+        try:
+            self.body(node)
+        finally:
+            self.scope = outer_scope
         after_then = self.frame.env
         self.frame.env = dict(before)
         if node.orelse is not None:
@@ -283,17 +353,27 @@ class Walker:
                 self.body(node.orelse)
         self.frame.env = _merge(before, after_then, self.frame.env)
 
-    def _loop(self, node, header: Callable[[], None]) -> None:
-        header()
+    def _loop(self, node, header: Callable[[], Value | None]) -> None:
+        iterable = header()
         self.flush()
         before = dict(self.frame.env)
-        self.body(node)
+        outer_scope = self.scope
+        self.scope = replace(outer_scope, loop_depth=outer_scope.loop_depth + 1)
+        loop = Body("loop", node, self.scope, iterable=iterable)
+        self._log(loop)
+        self.ctx.loops.append(loop)
+        self.logs.append(loop)
+        try:
+            self.body(node)
+        finally:
+            self.logs.pop()
+            self.scope = outer_scope
         if node.orelse is not None:
             self.body(node.orelse)
         self.frame.env = _merge(before, before, self.frame.env)
 
     def _for(self, node: cst.For) -> None:
-        def header() -> None:
+        def header() -> Value:
             iterable = self.expr(node.iter)
             item = Value(kind="param", qual="matrix") if iterable.kind == "params" else NOTHING
             if iterable.kind == "params" and isinstance(node.target, cst.Tuple):
@@ -303,6 +383,7 @@ class Walker:
                 self.bind(elements[-1].value, item)
             else:
                 self.bind(node.target, item)
+            return _loader_of(self.ctx, node.iter, iterable)
 
         self._loop(node, header)
 
@@ -310,18 +391,25 @@ class Walker:
         self._loop(node, lambda: self.expr(node.test))
 
     def _with(self, node: cst.With) -> None:
-        fp16 = 0
+        fp16, no_grad = 0, False
         for item in node.items:
             value = self.expr(item.item)
             if isinstance(item.item, cst.Call) and self._is_fp16_autocast(item.item):
                 fp16 = 1
+            no_grad = no_grad or self._disables_grad(item.item)
             if item.asname is not None:
                 self.bind(item.asname.name, value)
+        self.events.append((4, node))
+        self.ctx.scopes[id(node)] = self.scope
         self.flush()
         self.fp16 += fp16
+        outer_scope = self.scope
+        if no_grad and not outer_scope.no_grad:
+            self.scope = replace(outer_scope, no_grad=True)
         try:
             self.body(node)
         finally:
+            self.scope = outer_scope
             self.fp16 -= fp16
 
     def _try(self, node) -> None:
@@ -347,6 +435,9 @@ class Walker:
                 self.bind(element.value, item)
         elif isinstance(target, cst.Attribute):
             owner = self.expr(target.value)
+            if target.attr.value == "data":
+                self.events.append((3, target))
+                self.ctx.scopes[id(target)] = self.scope
             if owner.kind == "instance" and owner.cls is not None:
                 owner.cls.attrs[target.attr.value] = value
         elif isinstance(target, cst.Subscript):
@@ -384,6 +475,8 @@ class Walker:
         if attr in ("weight", "bias"):
             return Value(kind="param")
         if attr == "data":
+            self.events.append((3, node))
+            self.ctx.scopes[id(node)] = self.scope
             return owner
         if attr == "grad" and owner.kind == "param":
             return Value(kind="grad")
@@ -493,8 +586,11 @@ class Walker:
     # -- calls -------------------------------------------------------------------------
     def _call(self, node: cst.Call) -> Value:
         info = CallInfo(node)
+        info.scope = self.scope
         self.ctx.calls[id(node)] = info
         self.events.append((0, info))
+        self.logs[-1].entries.append(info)
+        self.ctx.timeline.append(info)
         func = node.func
         ctx = self.ctx
         qual = ctx.qualify(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
@@ -578,15 +674,28 @@ class Walker:
             return self._op_result(info, receiver, values)
         # function form
         qual = info.qual or ""
+        grad = info.kwargs.get("requires_grad")
+        if isinstance(grad, cst.Name) and grad.value == "True" and qual.startswith("torch."):
+            return Value(kind="param", qual="leaf", node=node)
         if info.op is not None:
             operand = values[0] if values else NOTHING
             return self._op_result(info, operand, values[1:])
         if qual == "torch.nn.Parameter":
             return Value(kind="param")
-        if qual.startswith("torch.nn.") and qual.rsplit(".", 1)[-1][:1].isupper():
+        if qual.startswith("torch.nn.") and qual.rsplit(".", 1)[-1][:1].isupper() and not qual.startswith("torch.nn.init"):
             return Value(kind="module", qual=_module_qual(qual), items=tuple(values), node=node)
-        if qual.startswith("torch.optim.") and qual.rsplit(".", 1)[-1][:1].isupper():
+        last = qual.rsplit(".", 1)[-1]
+        if qual.startswith("torch.optim.lr_scheduler."):
+            return Value(kind="scheduler", qual=qual, node=node)
+        if qual.startswith("torch.optim.") and last[:1].isupper():
             return Value(kind="optimizer", qual=qual, node=node)
+        if last == "GradScaler" and qual.startswith("torch."):
+            return Value(kind="scaler", qual=qual, node=node)
+        if qual in ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"):
+            workers = self.ctx.value(info.kwargs.get("num_workers"))
+            count = int(workers.const) if workers.op == "const" and workers.const is not None else (
+                0 if "num_workers" not in info.kwargs else None)
+            return Value(kind="dataloader", qual=qual, node=node, workers=count)
         return NOTHING
 
     def _module_result(self, module: Value, argument: Value, node) -> Value:
@@ -606,8 +715,10 @@ class Walker:
         if op == "linear":
             return Value(op="matmul", unbounded=True, half=module.half or argument.half or self.fp16 > 0,
                          desc="a linear-layer output", node=node)
-        if op in ("sigmoid", "softmax", "log_softmax", "relu", "softplus"):
+        if op in ("sigmoid", "softmax", "log_softmax", "relu", "softplus", "tanh"):
             return apply_op(op, argument, node, [])
+        if op in ops.LOSS_OPS or (module.qual or "").endswith("Loss"):
+            return Value(op="loss", desc="a loss", node=node)
         return NOTHING
 
     def _cast(self, info: CallInfo, receiver: Value) -> Value:
@@ -739,6 +850,45 @@ def _claim_where_guarded(ctx: FileContext, call: cst.Call) -> None:
             stack.extend(inner)
         elif isinstance(node, cst.UnaryOperation):
             stack.append(node.expression)
+
+
+def _mentions(node, word: str) -> bool:
+    """Whether a condition names something containing `word` (`if args.debug:`, `if DEBUG and x`)."""
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, cst.Name):
+            if word in item.value.lower():
+                return True
+        elif isinstance(item, cst.Attribute):
+            if word in item.attr.value.lower():
+                return True
+            stack.append(item.value)
+        elif isinstance(item, cst.Call):
+            stack.append(item.func)
+            stack.extend(arg.value for arg in item.args)
+        elif isinstance(item, cst.BooleanOperation):
+            stack.extend((item.left, item.right))
+        elif isinstance(item, cst.UnaryOperation):
+            stack.append(item.expression)
+        elif isinstance(item, cst.Comparison):
+            stack.append(item.left)
+            stack.extend(c.comparator for c in item.comparisons)
+        elif isinstance(item, cst.Subscript):
+            stack.append(item.value)
+    return False
+
+
+def _loader_of(ctx: FileContext, node, value: Value) -> Value:
+    """The DataLoader a for loop iterates, also through enumerate()/tqdm()/zip()."""
+    if value.kind == "dataloader":
+        return value
+    if isinstance(node, cst.Call):
+        for arg in node.args:
+            inner = ctx.value(arg.value)
+            if inner.kind == "dataloader":
+                return inner
+    return value
 
 
 def _compared_names(test: cst.BaseExpression) -> list[str]:

@@ -4,6 +4,25 @@ from __future__ import annotations
 
 from torchlint.static.rules.base import Rule
 from torchlint.static.rules.tl101_unguarded_log import UnguardedLog
+from torchlint.static.rules.tl201_data_attribute import DataAttribute
+from torchlint.static.rules.tl202_inplace_on_leaf import InplaceOnLeaf
+from torchlint.static.rules.tl203_inplace_on_saved_tensor import InplaceOnSavedTensor
+from torchlint.static.rules.tl204_needless_retain_graph import NeedlessRetainGraph
+from torchlint.static.rules.tl205_implicit_reentrant_checkpoint import ImplicitReentrantCheckpoint
+from torchlint.static.rules.tl301_missing_zero_grad import MissingZeroGrad
+from torchlint.static.rules.tl302_missing_grad_clip import MissingGradClip
+from torchlint.static.rules.tl303_misordered_step import MisorderedStep
+from torchlint.static.rules.tl304_anomaly_detection_left_on import AnomalyDetectionLeftOn
+from torchlint.static.rules.tl305_unscaled_clip import UnscaledClip
+from torchlint.static.rules.tl306_eval_without_no_grad import EvalWithoutNoGrad
+from torchlint.static.rules.tl401_empty_cache_in_loop import EmptyCacheInLoop
+from torchlint.static.rules.tl402_graph_kept_alive import GraphKeptAlive
+from torchlint.static.rules.tl403_synchronous_dataloader import SynchronousDataloader
+from torchlint.static.rules.tl404_zero_grad_to_zeros import ZeroGradToZeros
+from torchlint.static.rules.tl501_partial_seeding import PartialSeeding
+from torchlint.static.rules.tl502_conflicting_determinism import ConflictingDeterminism
+from torchlint.static.rules.tl503_env_set_too_late import EnvSetTooLate
+from torchlint.static.rules.tl701_unsafe_load import UnsafeLoad
 from torchlint.static.rules.tl102_log_of_probability import LogOfProbability
 from torchlint.static.rules.tl103_bce_on_probabilities import BceOnProbabilities
 from torchlint.static.rules.tl104_hand_written_bce import HandWrittenBce
@@ -34,6 +53,25 @@ STATIC_RULES: tuple[Rule, ...] = (
     RiskyOptimizerConfig(),
     SoftmaxBeforeCrossEntropy(),
     ImpreciseExpm1(),
+    DataAttribute(),
+    InplaceOnSavedTensor(),
+    InplaceOnLeaf(),
+    NeedlessRetainGraph(),
+    ImplicitReentrantCheckpoint(),
+    MissingZeroGrad(),
+    MissingGradClip(),
+    MisorderedStep(),
+    AnomalyDetectionLeftOn(),
+    UnscaledClip(),
+    EvalWithoutNoGrad(),
+    EmptyCacheInLoop(),
+    GraphKeptAlive(),
+    SynchronousDataloader(),
+    ZeroGradToZeros(),
+    PartialSeeding(),
+    ConflictingDeterminism(),
+    EnvSetTooLate(),
+    UnsafeLoad(),
 )
 
 __all__ = ["Rule", "STATIC_RULES"]

@@ -8,6 +8,9 @@ from torchlint.catalog import RuleInfo
 from torchlint.static.context import CallInfo, FileContext
 
 
+DELETE_LINE = "\x00delete-line"  # a replacement that removes the node's whole lines
+
+
 class Rule:
     """A rule reacts to the walker's events; it overrides only the hooks it needs."""
 
@@ -21,6 +24,15 @@ class Rule:
 
     def on_augassign(self, ctx: FileContext, node: cst.AugAssign) -> None:
         """An augmented assignment such as `x /= n`."""
+
+    def on_attribute(self, ctx: FileContext, node: cst.Attribute) -> None:
+        """A `.data` attribute, read or assigned."""
+
+    def on_with(self, ctx: FileContext, node: cst.With) -> None:
+        """A `with` statement, before its body."""
+
+    def on_end(self, ctx: FileContext) -> None:
+        """After the whole file: loop and module logs are complete (ctx.loops, ctx.module_body)."""
 
 
 def spelled(ctx: FileContext, call: CallInfo, name: str) -> str | None:

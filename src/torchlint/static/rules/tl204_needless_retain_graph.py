@@ -1,0 +1,37 @@
+"""TL204 needless-retain-graph: retain_graph=True with no later backward in that scope."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from torchlint.catalog import RuleInfo
+from torchlint.static.context import CallInfo, FileContext
+from torchlint.static.rules.base import Rule
+from torchlint.static.rules.training import BACKWARD, GRAD, classify
+
+
+class NeedlessRetainGraph(Rule):
+    info = RuleInfo(
+        "TL204", "needless-retain-graph", "warning",
+        "backward(retain_graph=True) with no later backward through the graph keeps it alive for nothing.",
+        tags=("autograd", "memory"),
+    )
+
+    def on_end(self, ctx: FileContext) -> None:
+        for body in [ctx.module_body, *ctx.functions]:
+            if body is None:
+                continue
+            calls = [e for e in body.walk(expand=False) if classify(ctx, e) in (BACKWARD, GRAD)]
+            for index, call in enumerate(calls):
+                if _retains(call) and index == len(calls) - 1:
+                    ctx.report(
+                        self.info, call.node,
+                        f"`{ctx.code(call.node)}`: retain_graph=True but no later backward or autograd.grad "
+                        "in this scope uses the graph; it only keeps every saved activation alive. Drop it, "
+                        "or find the stale reference that made 'backward through the graph a second time' fail",
+                    )
+
+
+def _retains(call: CallInfo) -> bool:
+    flag = call.kwargs.get("retain_graph")
+    return isinstance(flag, cst.Name) and flag.value == "True"

@@ -1,0 +1,42 @@
+"""TL302 missing-grad-clip: a training loop with no gradient clipping (recurrent/attention models)."""
+
+from __future__ import annotations
+
+from torchlint.catalog import RuleInfo
+from torchlint.static.context import FileContext
+from torchlint.static.rules.base import Rule
+from torchlint.static.rules.training import CLIP, innermost_training_loops, loop_header
+
+EXPLODING_PRONE = frozenset({
+    "LSTM", "GRU", "RNN", "LSTMCell", "GRUCell", "RNNCell", "MultiheadAttention", "Transformer",
+    "TransformerEncoder", "TransformerDecoder", "TransformerEncoderLayer", "TransformerDecoderLayer",
+    "scaled_dot_product_attention",
+})
+
+
+class MissingGradClip(Rule):
+    info = RuleInfo(
+        "TL302", "missing-grad-clip", "warning",
+        "A training loop with no clip_grad_norm_/clip_grad_value_ between backward and step.",
+        tags=("training-loop", "nan"),
+        options={"mode": "auto", "mode:choices": ("auto", "always", "off")},
+    )
+
+    def on_end(self, ctx: FileContext) -> None:
+        mode = ctx.option(self.info, "mode")
+        if mode == "off":
+            return
+        prone = sorted({c.name for c in ctx.calls.values()
+                        if (c.qual or "").startswith("torch.") and c.name in EXPLODING_PRONE})
+        if mode == "auto" and not prone:
+            return
+        why = f"this file uses {', '.join(prone)}, whose gradients can explode" if prone else "gradients can explode"
+        for loop, steps in innermost_training_loops(ctx):
+            if any(a.kind == CLIP for a in steps):
+                continue
+            ctx.report(
+                self.info, loop_header(loop),
+                f"training loop without gradient clipping: {why}, and one large batch turns the weights into "
+                "inf/NaN. Call torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm) between "
+                "backward() and step()",
+            )

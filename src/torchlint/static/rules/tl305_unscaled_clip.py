@@ -1,0 +1,31 @@
+"""TL305 unscaled-clip: clipping scaled gradients (GradScaler without unscale_ first)."""
+
+from __future__ import annotations
+
+from torchlint.catalog import RuleInfo
+from torchlint.static.context import FileContext
+from torchlint.static.rules.base import Rule
+from torchlint.static.rules.training import CLIP, UNSCALE, innermost_training_loops, uses_scaler
+
+
+class UnscaledClip(Rule):
+    info = RuleInfo(
+        "TL305", "unscaled-clip", "error",
+        "Gradient clipping with a GradScaler but no scaler.unscale_(optimizer) before it clips scaled gradients.",
+        tags=("training-loop", "mixed-precision"),
+    )
+
+    def on_end(self, ctx: FileContext) -> None:
+        for _loop, steps in innermost_training_loops(ctx):
+            if not uses_scaler(ctx, steps):
+                continue
+            unscaled = False
+            for action in steps:
+                if action.kind == UNSCALE:
+                    unscaled = True
+                elif action.kind == CLIP and not unscaled:
+                    ctx.report(
+                        self.info, action.node,
+                        f"`{ctx.code(action.node)}` clips gradients still multiplied by the GradScaler's scale "
+                        "(2**16 by default), so max_norm is meaningless; call scaler.unscale_(optimizer) first",
+                    )

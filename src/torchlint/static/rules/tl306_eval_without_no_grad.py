@@ -1,0 +1,58 @@
+"""TL306 eval-without-no-grad: an evaluation loop that builds autograd graphs."""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from torchlint.catalog import RuleInfo
+from torchlint.static.context import CallInfo, FileContext
+from torchlint.static.rules.base import Rule
+from torchlint.static.rules.training import BACKWARD, STEP, actions, loop_header
+from torchlint.static.scopes import Body
+
+EVAL_LOADER = re.compile(r"(val|valid|validation|test|eval|dev)(_|loader|data|set|\b)", re.I)
+
+
+class EvalWithoutNoGrad(Rule):
+    info = RuleInfo(
+        "TL306", "eval-without-no-grad", "warning",
+        "An evaluation loop that runs the model outside torch.no_grad()/inference_mode() builds graphs for nothing.",
+        tags=("training-loop", "memory", "performance"),
+    )
+
+    def on_end(self, ctx: FileContext) -> None:
+        for body in [ctx.module_body, *ctx.functions]:
+            if body is None:
+                continue
+            evaluated: set[str] = set()
+            for entry in body.entries:
+                if isinstance(entry, CallInfo) and entry.form == "method" and entry.name == "eval" \
+                        and not entry.args and entry.receiver is not None:
+                    evaluated.add(ctx.shape(entry.receiver))
+                elif isinstance(entry, Body) and entry.kind == "loop":
+                    self._check_loop(ctx, entry, evaluated)
+
+    def _check_loop(self, ctx: FileContext, loop: Body, evaluated: set[str]) -> None:
+        if loop.scope.no_grad:
+            return
+        kinds = {a.kind for a in actions(ctx, loop)}
+        if BACKWARD in kinds or STEP in kinds:
+            return
+        iterates_eval_data = isinstance(loop.node, cst.For) and EVAL_LOADER.search(ctx.shape(loop.node.iter))
+        for entry in loop.walk(expand=False):
+            if not isinstance(entry, CallInfo) or entry.scope.no_grad:
+                continue
+            callee = ctx.shape(entry.node.func)
+            model_call = callee in evaluated or (
+                iterates_eval_data and entry.callee.kind in ("instance", "module") and entry.op != "loss")
+            if model_call:
+                reason = f"`{callee}` is in eval mode" if callee in evaluated else "it iterates evaluation data"
+                ctx.report(
+                    self.info, loop_header(loop),
+                    f"evaluation loop ({reason}) calls `{callee}(...)` outside torch.no_grad(): every batch "
+                    "builds an autograd graph that is never used, costing memory and time. Wrap the loop in "
+                    "`with torch.inference_mode():`",
+                )
+                return

@@ -1,0 +1,61 @@
+"""TL402 graph-kept-alive: a loss tensor accumulated across iterations."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from torchlint.catalog import RuleInfo
+from torchlint.static.context import CallInfo, FileContext
+from torchlint.static.ops import LOSS_OPS
+from torchlint.static.rules.base import Rule
+from torchlint.static.rules.training import BACKWARD, classify
+from torchlint.static.scopes import Mark
+
+CUTS_GRAPH = frozenset({"item", "detach", "tolist", "numpy", "float", "int"})
+
+
+class GraphKeptAlive(Rule):
+    info = RuleInfo(
+        "TL402", "graph-kept-alive", "warning",
+        "A loss tensor accumulated across iterations keeps every iteration's graph alive; use .item().",
+        tags=("memory",),
+    )
+
+    def on_end(self, ctx: FileContext) -> None:
+        for loop in ctx.loops:
+            if loop.scope.no_grad:
+                continue
+            receivers = {ctx.shape(e.receiver) for e in loop.walk() if classify(ctx, e) == BACKWARD
+                         and isinstance(e, CallInfo) and e.receiver is not None}
+            for entry in loop.entries:
+                target = None
+                if isinstance(entry, Mark) and entry.kind == "accumulate" and isinstance(entry.node.operator, cst.AddAssign):
+                    target, node = entry.value, entry.node
+                elif isinstance(entry, CallInfo) and entry.form == "method" and entry.name in ("append", "extend") \
+                        and len(entry.args) == 1:
+                    target, node = entry.args[0], entry.node
+                if target is None or entry.scope.no_grad or _cuts_graph(ctx, target):
+                    continue
+                if ctx.value(target).op in LOSS_OPS or ctx.shape(target) in receivers:
+                    ctx.report(
+                        self.info, node,
+                        f"`{ctx.code(node)}` keeps `{ctx.code(target, 30)}` as a tensor: each iteration's whole "
+                        "autograd graph stays alive and memory grows every step. Accumulate "
+                        f"`{ctx.code(target, 30)}.item()` (or .detach())",
+                    )
+
+
+def _cuts_graph(ctx: FileContext, node) -> bool:
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, cst.Call):
+            call = ctx.call(item)
+            if call is not None and call.name in CUTS_GRAPH:
+                return True
+            stack.extend(arg.value for arg in item.args)
+            if isinstance(item.func, cst.Attribute):
+                stack.append(item.func.value)
+        elif isinstance(item, cst.BinaryOperation):
+            stack.extend((item.left, item.right))
+    return False

@@ -1,0 +1,27 @@
+"""TL701 unsafe-load: torch.load(..., weights_only=False)."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from torchlint.catalog import RuleInfo
+from torchlint.static.context import CallInfo, FileContext
+from torchlint.static.rules.base import Rule
+
+
+class UnsafeLoad(Rule):
+    info = RuleInfo(
+        "TL701", "unsafe-load", "error",
+        "torch.load(weights_only=False) unpickles arbitrary objects: loading an untrusted file runs its code.",
+        tags=("security",), precision="very-high",
+    )
+
+    def on_call(self, ctx: FileContext, call: CallInfo) -> None:
+        flag = call.kwargs.get("weights_only")
+        if call.qual == "torch.load" and isinstance(flag, cst.Name) and flag.value == "False":
+            ctx.report(
+                self.info, call.node,
+                f"`{ctx.code(call.node)}`: weights_only=False runs pickle on the file, so a crafted checkpoint "
+                "executes arbitrary code. Keep the default (weights_only=True) and allow-list extra types with "
+                "torch.serialization.add_safe_globals",
+            )

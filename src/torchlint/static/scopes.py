@@ -1,0 +1,62 @@
+"""Where code runs (inside no_grad? a loop? which function?) and what each body does, in order.
+
+The walker records, for the module, every function and every loop, the calls and the few
+assignments the training-loop rules care about. Rules expand a loop's log through the calls it
+makes to functions and methods of the same file, so a `fit()` loop that calls `self.train_step()`
+is judged on what `train_step` does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Scope:
+    no_grad: bool = False  # inside torch.no_grad()/inference_mode(), or a function decorated so
+    loop_depth: int = 0
+    function: str | None = None  # innermost enclosing function
+    debug: bool = False  # inside `if ...debug...:` or a function whose name mentions debug
+
+
+MODULE_SCOPE = Scope()
+
+
+@dataclass
+class Mark:
+    """A non-call event in a body: `p.grad = None`, `os.environ["X"] = ...`, `cudnn.benchmark = True`,
+    `total += loss`."""
+
+    kind: str  # "grad_none" | "env" | "setattr" | "accumulate"
+    node: Any
+    name: str = ""  # env variable or qualified attribute
+    value: Any = None  # the assigned/accumulated expression node
+    scope: Scope = MODULE_SCOPE
+
+
+@dataclass
+class Body:
+    """The ordered log of a module, function or loop body."""
+
+    kind: str  # "module" | "function" | "loop"
+    node: Any
+    scope: Scope
+    entries: list[Any] = field(default_factory=list)  # CallInfo | Mark | Body (a nested loop)
+    iterable: Any = None  # for loops: the value iterated over
+
+    def walk(self, expand: bool = True, _seen: set[int] | None = None) -> Iterator[Any]:
+        """Entries in order, descending into nested loops and (if expand) into local calls."""
+        seen = _seen if _seen is not None else {id(self)}
+        for entry in self.entries:
+            if isinstance(entry, Body):
+                yield entry
+                yield from entry.walk(expand, seen)
+                continue
+            yield entry
+            body = getattr(getattr(entry, "callee", None), "body", None)
+            if expand and isinstance(body, Body) and id(body) not in seen:
+                seen.add(id(body))
+                yield from body.walk(expand, seen)
+                seen.discard(id(body))

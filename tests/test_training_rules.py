@@ -1,0 +1,311 @@
+"""Issue-3 rules (autograd, training loop, memory, reproducibility, security): exact findings."""
+
+import pytest
+from conftest import codes_lines
+
+CASES = {
+    # TL201
+    ".data write on weight in a training function": ("""
+        import torch.nn as nn
+        layer = nn.Linear(2, 2)
+        def shrink():
+            layer.weight.data.mul_(0.5)
+        """, {("TL201", 5)}),
+    "clean: .data in _init_weights and under no_grad; .data of a dataset": ("""
+        import torch
+        import torch.nn as nn
+        class Net(nn.Module):
+            def _init_weights(self, module):
+                module.weight.data.normal_(0, 0.02)
+        def update(model, dataset):
+            with torch.no_grad():
+                for p in model.parameters():
+                    p.data.mul_(0.9)
+            return dataset.data
+        """, set()),
+    # TL202
+    "in-place method on a nn.Parameter attribute in forward": ("""
+        import torch
+        import torch.nn as nn
+        class Scale(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.scale = nn.Parameter(torch.ones(1))
+            def forward(self, x):
+                self.scale.clamp_(min=0.1)
+                return x * self.scale
+        """, {("TL202", 9)}),
+    "clean: optimizer-style update under a no_grad decorator, nn.init": ("""
+        import torch
+        import torch.nn as nn
+        @torch.no_grad()
+        def update(params, lr):
+            for p in params:
+                p.add_(p.grad, alpha=-lr)
+        layer = nn.Linear(2, 2)
+        nn.init.zeros_(layer.bias)
+        """, set()),
+    # TL203
+    "in-place on a tanh module output": ("""
+        import torch.nn as nn
+        act = nn.Tanh()
+        def f(x):
+            y = act(x)
+            y.mul_(3)
+            return y
+        """, {("TL203", 6)}),
+    "clean: out-of-place, in-place on a matmul output": ("""
+        import torch
+        def f(x, w):
+            y = torch.sigmoid(x) * 2
+            z = x @ w
+            z += 1
+            return y, z
+        """, set()),
+    # TL204
+    "retain_graph on autograd.grad with nothing after": ("""
+        import torch
+        def penalty(out, x):
+            (g,) = torch.autograd.grad(out.sum(), x, retain_graph=True, create_graph=True)
+            return g.norm()
+        """, {("TL204", 4)}),
+    # TL205
+    "checkpoint through the module alias": ("""
+        import torch.utils.checkpoint as cp
+        def f(block, x):
+            return cp.checkpoint(block, x)
+        """, {("TL205", 4)}),
+    # TL301
+    "while loop with scaler step and no zero_grad": ("""
+        import torch
+        def train(model, batches, optimizer, scaler):
+            while batches:
+                x, y = batches.pop()
+                scaler.scale(((model(x) - y) ** 2).mean()).backward()
+                scaler.step(optimizer)
+                scaler.update()
+        """, {("TL301", 4)}),
+    "clean: gradient accumulation; grad = None": ("""
+        import torch
+        def train(model, loader, optimizer, k=4):
+            for i, (x, y) in enumerate(loader):
+                ((model(x) - y) ** 2).mean().backward()
+                if (i + 1) % k == 0:
+                    optimizer.step()
+                    optimizer.zero_grad()
+        def train2(model, loader, opt):
+            for x, y in loader:
+                for p in model.parameters():
+                    p.grad = None
+                ((model(x) - y) ** 2).mean().backward()
+                opt.step()
+        """, set()),
+    "clean: scheduler.step is not an optimizer step": ("""
+        import torch
+        def train(model, loader, optimizer, scheduler):
+            for x, y in loader:
+                ((model(x) - y) ** 2).mean().backward()
+                scheduler.step()
+        """, set()),
+    # TL302
+    "always mode without recurrent layers": ("""
+        import torch
+        def train(model, loader, optimizer):
+            for x, y in loader:
+                optimizer.zero_grad()
+                ((model(x) - y) ** 2).mean().backward()
+                optimizer.step()
+        """, set()),
+    "auto mode: a GRU defined in a class, loop in a method": ("""
+        import torch
+        import torch.nn as nn
+        class Seq(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.gru = nn.GRU(8, 8)
+        class Runner:
+            def __init__(self, model):
+                self.model = model
+                self.opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            def run(self, loader):
+                for x in loader:
+                    self.opt.zero_grad()
+                    self.model(x).sum().backward()
+                    self.opt.step()
+        """, {("TL302", 13)}),
+    # TL305
+    "clip_grad_value_ with a scaler held in an attribute": ("""
+        import torch
+        from torch.nn.utils import clip_grad_value_
+        class Loop:
+            def __init__(self, model, opt):
+                self.model, self.opt = model, opt
+                self.scaler = torch.cuda.amp.GradScaler()
+            def fit(self, loader):
+                for x in loader:
+                    self.opt.zero_grad()
+                    self.scaler.scale(self.model(x).mean()).backward()
+                    clip_grad_value_(self.model.parameters(), 0.5)
+                    self.scaler.step(self.opt)
+                    self.scaler.update()
+        """, {("TL305", 12)}),
+    # TL502
+    "deterministic algorithms without the cuBLAS workspace setting": ("""
+        from torch import use_deterministic_algorithms
+        use_deterministic_algorithms(True)
+        """, {("TL502", 3)}),
+    "clean: warn_only, or the env var set in the file": ("""
+        import os
+        import torch
+        os.environ["CUBLAS_WORKSPACE_CONFIG"] = ":16:8"
+        torch.use_deterministic_algorithms(True)
+        torch.use_deterministic_algorithms(True, warn_only=True)
+        """, set()),
+    # TL303
+    "step before backward through a helper": ("""
+        import torch
+        def update(optimizer):
+            optimizer.step()
+        def train(model, loader, optimizer):
+            for x, y in loader:
+                optimizer.zero_grad()
+                update(optimizer)
+                ((model(x) - y) ** 2).mean().backward()
+        """, {("TL303", 4)}),
+    # TL304
+    "set_detect_anomaly at module level and a Lightning Trainer": ("""
+        import torch
+        import lightning
+        torch.autograd.set_detect_anomaly(True)
+        trainer = lightning.Trainer(max_epochs=3, detect_anomaly=True)
+        """, {("TL304", 4), ("TL304", 5)}),
+    "clean: anomaly under a debug flag, or around one step": ("""
+        import torch
+        def step(model, x, args):
+            if args.debug_nans:
+                torch.autograd.set_detect_anomaly(True)
+            with torch.autograd.detect_anomaly():
+                model(x).sum().backward()
+        """, set()),
+    # TL306
+    "validation loader loop calling a model instance": ("""
+        import torch
+        import torch.nn as nn
+        model = nn.Linear(4, 2)
+        def validate(val_loader):
+            scores = []
+            for x, _ in val_loader:
+                scores.append(model(x).max().item())
+            return scores
+        """, {("TL306", 7)}),
+    # TL401
+    "empty_cache in a while loop": ("""
+        import torch
+        def poll(queue):
+            while queue:
+                queue.pop()()
+                torch.cuda.empty_cache()
+        """, {("TL401", 6)}),
+    "clean: empty_cache between phases": ("""
+        import torch
+        def run(train, evaluate):
+            train()
+            torch.cuda.empty_cache()
+            evaluate()
+        """, set()),
+    # TL402
+    "append of a criterion output in an epoch loop": ("""
+        import torch.nn as nn
+        criterion = nn.MSELoss()
+        def train(model, loader, optimizer):
+            history = []
+            for x, y in loader:
+                optimizer.zero_grad()
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                history.append(loss)
+            return history
+        """, {("TL402", 11)}),
+    "clean: item, detach, float, no_grad validation": ("""
+        import torch
+        import torch.nn.functional as F
+        def train(model, loader, optimizer):
+            a, b, c = [], 0.0, 0.0
+            for x, y in loader:
+                optimizer.zero_grad()
+                loss = F.mse_loss(model(x), y)
+                loss.backward()
+                optimizer.step()
+                a.append(loss.detach())
+                b += loss.item()
+                c += float(loss)
+            with torch.no_grad():
+                total = 0.0
+                for x, y in loader:
+                    total += F.mse_loss(model(x), y)
+            return a, b, c, total
+        """, set()),
+    # TL403
+    "enumerate over a DataLoader with explicit num_workers=0": ("""
+        import torch
+        from torch.utils.data import DataLoader
+        def train(model, ds, optimizer):
+            loader = DataLoader(ds, batch_size=8, num_workers=0)
+            for i, (x, y) in enumerate(loader):
+                optimizer.zero_grad()
+                ((model(x) - y) ** 2).mean().backward()
+                optimizer.step()
+        """, {("TL403", 5)}),
+    # TL404 / TL701
+    "zero_grad to zeros on a model; torch.load weights_only False": ("""
+        import torch
+        def f(model, path):
+            model.zero_grad(set_to_none=False)
+            return torch.load(path, weights_only=False)
+        """, {("TL404", 4), ("TL701", 5)}),
+    "clean: default zero_grad and load": ("""
+        import torch
+        def f(model, path):
+            model.zero_grad()
+            return torch.load(path)
+        """, set()),
+    # TL501 / TL502 / TL503
+    "numpy and random seeded, torch used unseeded": ("""
+        import random
+        import numpy as np
+        import torch
+        random.seed(1)
+        np.random.seed(1)
+        x = torch.randn(3)
+        """, {("TL501", 5)}),
+    "clean: every generator the file uses is seeded": ("""
+        import random
+        import torch
+        random.seed(1)
+        torch.manual_seed(1)
+        x = torch.randn(3) + random.random()
+        """, set()),
+    "CUBLAS config set after CUDA work": ("""
+        import os
+        import torch
+        x = torch.ones(3).cuda()
+        os.environ["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"
+        torch.use_deterministic_algorithms(True)
+        """, {("TL503", 5)}),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_training_rule_case(name):
+    source, expected = CASES[name]
+    assert codes_lines(source) == expected
+
+
+def test_missing_grad_clip_always_mode(tmp_path):
+    from torchlint.config import settings_from_table
+
+    settings = settings_from_table({"TL302": {"mode": "always"}})
+    source, _ = CASES["always mode without recurrent layers"]
+    assert codes_lines(source, settings=settings) == {("TL302", 4)}
+    assert codes_lines(source, settings=settings_from_table({"TL302": {"mode": "off"}})) == set()
