@@ -46,14 +46,34 @@ CASES = {
         nn.init.zeros_(layer.bias)
         """, set()),
     # TL203
-    "in-place on a tanh module output": ("""
+    "in-place on a tanh module output in forward": ("""
         import torch.nn as nn
-        act = nn.Tanh()
-        def f(x):
-            y = act(x)
-            y.mul_(3)
-            return y
-        """, {("TL203", 6)}),
+        class Gate(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.act = nn.Tanh()
+            def forward(self, x):
+                y = self.act(x)
+                y.mul_(3)
+                return y
+        """, {("TL203", 9)}),
+    "clean: a copy of a sigmoid output; optimizer-state math": ("""
+        import torch
+        def route(scores, idx):
+            weights = torch.sigmoid(scores).gather(1, idx)
+            weights *= 2.0
+            return weights
+        def adagrad_denominator(state_sum, eps):
+            return state_sum.sqrt().add_(eps)
+        """, set()),
+    "clean: summing per-head losses inside one forward": ("""
+        import torch.nn.functional as F
+        def multi_loss(logits, labels):
+            loss = 0
+            for head_logits, head_labels in zip(logits, labels):
+                loss += F.cross_entropy(head_logits, head_labels)
+            return loss
+        """, set()),
     "clean: out-of-place, in-place on a matmul output": ("""
         import torch
         def f(x, w):
@@ -63,12 +83,27 @@ CASES = {
             return y, z
         """, set()),
     # TL204
-    "retain_graph on autograd.grad with nothing after": ("""
+    "retain_graph on autograd.grad in a loop with nothing after": ("""
         import torch
-        def penalty(out, x):
-            (g,) = torch.autograd.grad(out.sum(), x, retain_graph=True, create_graph=True)
-            return g.norm()
-        """, {("TL204", 4)}),
+        def penalties(model, batches):
+            for x in batches:
+                out = model(x)
+                (g,) = torch.autograd.grad(out.sum(), x, retain_graph=True, create_graph=True)
+                g.norm().backward()
+        """, set()),
+    "retain_graph on the only backward of a while loop": ("""
+        import torch
+        def train(model, batches, opt):
+            while batches:
+                opt.zero_grad()
+                model(batches.pop()).sum().backward(retain_graph=True)
+                opt.step()
+        """, {("TL204", 6)}),
+    "clean: a function that retains for its caller": ("""
+        import torch
+        def vjp(out, x, v):
+            return torch.autograd.grad(out, x, v, retain_graph=True)
+        """, set()),
     # TL205
     "checkpoint through the module alias": ("""
         import torch.utils.checkpoint as cp

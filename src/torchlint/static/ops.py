@@ -106,6 +106,9 @@ TRANSPARENT_METHODS = frozenset({
     "item", "tolist", "requires_grad_", "unflatten", "movedim", "roll", "flip", "chunk",
     "split", "squeeze_", "unsqueeze_", "data", "masked_fill", "masked_fill_",
 })
+# Methods that return a new tensor with the same values (not a view of the original).
+COPY_METHODS = frozenset({"clone", "gather", "index_select", "masked_select", "contiguous", "numpy", "tolist",
+                          "item", "cpu", "cuda"})
 UPCAST_METHODS = frozenset({"float", "double"})
 HALF_METHODS = frozenset({"half"})
 

@@ -13,9 +13,9 @@ def apply_op(op: str, x: Value, node, rest: list[Value]) -> Value:
     if op == "identity":
         return x
     if op == "sigmoid":
-        return Value(op=op, sign=NONNEG, prob=True, desc="a sigmoid output", half=half, node=node)
+        return Value(op=op, sign=NONNEG, prob=True, desc="a sigmoid output", half=half, of=x, node=node)
     if op == "softmax":
-        return Value(op=op, sign=NONNEG, prob=True, desc="a softmax output", half=half, node=node)
+        return Value(op=op, sign=NONNEG, prob=True, desc="a softmax output", half=half, of=x, node=node)
     if op == "log_softmax":
         return Value(op=op, half=half, node=node)
     if op == "exp":
@@ -23,7 +23,7 @@ def apply_op(op: str, x: Value, node, rest: list[Value]) -> Value:
     if op == "softplus":
         return Value(op=op, sign=POS, half=half, node=node)
     if op == "relu":
-        return Value(op=op, sign=NONNEG, zero=True, desc="a ReLU output", half=half, node=node)
+        return Value(op=op, sign=NONNEG, zero=True, desc="a ReLU output", half=half, of=x, node=node)
     if op == "abs":
         return Value(op=op, sign=NONNEG if x.hazard else UNKNOWN, desc="an absolute value", half=half, node=node)
     if op == "square":
@@ -59,6 +59,8 @@ def apply_op(op: str, x: Value, node, rest: list[Value]) -> Value:
         return Value(op=op, sign=NONNEG, desc="uniform samples in [0, 1)", node=node)
     if op == "where" and len(rest) >= 2:
         return join(rest[0], rest[1])
+    if op == "tanh":
+        return Value(op=op, half=half, of=x, node=node)
     if op in ops.LOSS_OPS:
         return Value(op="loss", desc="a loss", half=half, node=node)
     if op in ops.LOG_OPS:

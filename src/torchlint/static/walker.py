@@ -659,6 +659,10 @@ class Walker:
             return NOTHING
         if form == "method":
             name = info.qual or ""
+            if receiver.kind == "param" and name in ("detach", "clone", "detach_"):
+                return Value()  # no longer a leaf that requires grad
+            if name in ops.COPY_METHODS and receiver.op is not None and not receiver.kind:
+                return receiver.but(node=info.node)  # same values, a different tensor
             if name in ops.TRANSPARENT_METHODS:
                 return receiver
             if name in ops.HALF_METHODS:

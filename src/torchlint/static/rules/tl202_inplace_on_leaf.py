@@ -8,7 +8,7 @@ from torchlint.catalog import RuleInfo
 from torchlint.static.context import CallInfo, FileContext
 from torchlint.static.rules.base import Rule
 
-NOT_INPLACE = frozenset({"requires_grad_", "share_memory_", "retain_grad_"})
+NOT_INPLACE = frozenset({"requires_grad_", "share_memory_", "retain_grad_", "detach_"})
 
 
 def is_inplace_method(call: CallInfo) -> bool:

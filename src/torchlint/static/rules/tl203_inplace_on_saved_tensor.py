@@ -13,6 +13,19 @@ from torchlint.static.rules.tl202_inplace_on_leaf import is_inplace_method
 SAVES_OUTPUT = frozenset({"sigmoid", "tanh", "exp", "softmax", "log_softmax", "relu", "sqrt", "rsqrt"})
 
 
+def _recorded(ctx: FileContext, node, value) -> bool:
+    """Evidence that autograd records the op: a forward method, a function that runs backward, or an
+    input that is an activation (a linear/matmul output or a parameter). Optimizer-state math is not."""
+    if value.of is not None and (value.of.unbounded or value.of.kind == "param"):
+        return True
+    call = ctx.call(node)
+    scope = call.scope if call is not None else ctx.scope_of(node)
+    if scope.function is None or scope.function == "forward":
+        return True
+    return any(body.scope.function == scope.function and
+               any(getattr(e, "name", "") == "backward" for e in body.walk()) for body in ctx.functions)
+
+
 class InplaceOnSavedTensor(Rule):
     info = RuleInfo(
         "TL203", "inplace-on-saved-tensor", "error",
@@ -30,7 +43,10 @@ class InplaceOnSavedTensor(Rule):
 
     def _check(self, ctx: FileContext, node, target, op: str) -> None:
         value = ctx.value(target)
-        if value.op not in SAVES_OUTPUT or value.kind is not None or ctx.is_claimed(node):
+        producer = ctx.call(value.node)
+        if producer is None or producer.op not in SAVES_OUTPUT or value.kind is not None or ctx.is_claimed(node):
+            return  # only the op's own output (or a view of it), not a copy such as gather()
+        if not _recorded(ctx, node, value):
             return
         ctx.report(
             self.info, node,

@@ -23,7 +23,9 @@ class NeedlessRetainGraph(Rule):
                 continue
             calls = [e for e in body.walk(expand=False) if classify(ctx, e) in (BACKWARD, GRAD)]
             for index, call in enumerate(calls):
-                if _retains(call) and index == len(calls) - 1:
+                # In a loop the graph is rebuilt every iteration; a function called once per graph may
+                # legitimately retain it for its caller, so only loops are judged.
+                if _retains(call) and index == len(calls) - 1 and call.scope.loop_depth > 0:
                     ctx.report(
                         self.info, call.node,
                         f"`{ctx.code(call.node)}`: retain_graph=True but no later backward or autograd.grad "

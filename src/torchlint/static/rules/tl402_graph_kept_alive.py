@@ -27,6 +27,8 @@ class GraphKeptAlive(Rule):
                 continue
             receivers = {ctx.shape(e.receiver) for e in loop.walk() if classify(ctx, e) == BACKWARD
                          and isinstance(e, CallInfo) and e.receiver is not None}
+            if not receivers:
+                continue  # summing losses inside one forward (multi-task, per-codebook) is fine
             for entry in loop.entries:
                 target = None
                 if isinstance(entry, Mark) and entry.kind == "accumulate" and isinstance(entry.node.operator, cst.AddAssign):

@@ -56,6 +56,8 @@ class PartialSeeding(Rule):
         if not seeds:
             return
         seeded = {SEEDERS[c.qual] for c in seeds}
+        if "torch" not in seeded and len(seeded) < 2:
+            return  # one algorithm-local seed (np.random.seed for a sampling scheme) is not run seeding
         used: dict[str, CallInfo] = {}
         for call in calls:
             rng = rng_used(call)
