@@ -344,3 +344,22 @@ def test_missing_grad_clip_always_mode(tmp_path):
     source, _ = CASES["always mode without recurrent layers"]
     assert codes_lines(source, settings=settings) == {("TL302", 4)}
     assert codes_lines(source, settings=settings_from_table({"TL302": {"mode": "off"}})) == set()
+
+
+def test_autograd_function_bodies_run_without_grad():
+    source = """
+        import torch
+        class MaskedSoftmax(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, x, mask):
+                out = torch.softmax(x, -1)
+                out.masked_fill_(mask, 0)
+                ctx.save_for_backward(out)
+                return out
+        class Router(torch.nn.Module):
+            def forward(self, scores):
+                weights = torch.softmax(scores, dim=-1)
+                weights /= 2.0
+                return weights
+        """
+    assert codes_lines(source) == {("TL203", 14)}

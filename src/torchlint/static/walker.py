@@ -31,6 +31,11 @@ class ClassInfo:
     attrs: dict[str, Value] = field(default_factory=dict)
     methods: dict[str, Value] = field(default_factory=dict)
 
+    @property
+    def grad_disabled(self) -> bool:
+        """A custom torch.autograd.Function runs its forward and backward with grad mode off."""
+        return any(base in ("torch.autograd.Function", "torch.autograd.function.Function") for base in self.bases)
+
     def call_result(self) -> Value:
         method = self.methods.get("forward") or self.methods.get("__call__")
         return method.returns if method is not None and method.returns is not None else NOTHING
@@ -267,6 +272,8 @@ class Walker:
         body = registered.body if registered is not None and isinstance(registered.body, Body) \
             and registered.body.node is node else Body("function", node, MODULE_SCOPE)
         name = node.name.value
+        if self_value is not None and self_value.cls is not None and self_value.cls.grad_disabled:
+            no_grad = True
         body.scope = Scope(no_grad=no_grad or self.scope.no_grad, function=name,
                            debug=self.scope.debug or "debug" in name.lower())
         for param in _params(node.params):
