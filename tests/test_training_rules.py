@@ -362,4 +362,4 @@ def test_autograd_function_bodies_run_without_grad():
                 weights /= 2.0
                 return weights
         """
-    assert codes_lines(source) == {("TL203", 14)}
+    assert codes_lines(source) == {("TL203", 13)}
