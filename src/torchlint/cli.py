@@ -42,6 +42,9 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--no-cache", action="store_true", help="do not read or write .torchlint_cache/")
     check.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1, help="worker processes (default: CPU count)")
     check.add_argument("--config", type=Path, help="pyproject.toml to read [tool.torchlint] from")
+    check.add_argument("--fix", action="store_true", help="apply safe fixes to the files")
+    check.add_argument("--unsafe-fixes", action="store_true", help="with --fix/--diff: also apply unsafe fixes")
+    check.add_argument("--diff", action="store_true", help="print the fixes as a diff; write nothing")
     check.add_argument("--force-exclude", action="store_true",
                        help="apply exclude to files named on the command line too (for pre-commit)")
 
@@ -98,6 +101,10 @@ def _check(args: argparse.Namespace) -> int:
     settings = _settings(args)
     results = check_files(args.paths, settings, jobs=args.jobs, cache=not args.no_cache,
                           force_exclude=args.force_exclude)
+    if args.fix or args.diff:
+        changed = _apply_fixes(results, settings, args)
+        if args.diff:
+            return EXIT_FINDINGS if changed else EXIT_OK
     findings = sorted((f for r in results for f in r.findings), key=lambda f: f.sort_key)
     to_terminal = args.output_file is None and sys.stdout.isatty()
     report = FORMATS[args.output_format](
@@ -114,6 +121,42 @@ def _check(args: argparse.Namespace) -> int:
     if findings and not args.exit_zero:
         return EXIT_FINDINGS
     return EXIT_OK
+
+
+def _apply_fixes(results, settings: Settings, args: argparse.Namespace) -> int:
+    """Fix (or diff) each file that has an applicable fix; results get the findings that remain."""
+    from dataclasses import replace
+
+    from torchlint.fix import applicable, fix_source, unified_diff
+    from torchlint.static.discovery import relative_to_root
+
+    changed = fixed = 0
+    for result in results:
+        if not any(applicable(f, args.unsafe_fixes) for f in result.findings):
+            continue
+        path = Path(result.path)
+        try:
+            before = path.read_bytes().decode("utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        local = replace(settings, ignore=settings.ignore + settings.ignored_for(relative_to_root(path, settings)))
+        outcome = fix_source(before, result.path, local, unsafe=args.unsafe_fixes)
+        if outcome.source == before:
+            continue
+        changed += 1
+        fixed += outcome.fixed
+        if args.diff:
+            sys.stdout.write(unified_diff(result.path, before, outcome.source))
+            continue
+        try:
+            path.write_bytes(outcome.source.encode("utf-8"))
+        except OSError as error:
+            raise ConfigError(f"cannot write {path}: {error.strerror}") from None
+        result.findings = outcome.remaining
+    verb = "Would fix" if args.diff else "Fixed"
+    print(f"{verb} {fixed} finding{'s' if fixed != 1 else ''} in {changed} file{'s' if changed != 1 else ''}.",
+          file=sys.stderr)
+    return changed
 
 
 def _list_rules() -> int:

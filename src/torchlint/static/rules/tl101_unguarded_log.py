@@ -32,8 +32,9 @@ class UnguardedLog(Rule):
         if value.hazard:
             tail = "can be 0 or negative" if value.sign == ANY else "can be 0"
             message = f"{shown} is {value.desc or 'a value that'} and {tail}; log gives -inf/NaN"
-            guarded = f"{atom(ctx, operand)}.clamp_min({min_eps:g})"
-            fix = PendingFix(f"Clamp the argument to at least {min_eps:g}", "unsafe", [(operand, guarded)])
+            eps = f"{min_eps:g}".replace("e-0", "e-")
+            guarded = f"{atom(ctx, operand)}.clamp_min({eps})"
+            fix = PendingFix(f"Clamp the argument to at least {eps}", "unsafe", [(operand, guarded)])
             ctx.report(self.info, call.node, message, fix)
         elif value.sign == POS and value.eps is not None and 0 < value.eps < min_eps:
             ctx.report(

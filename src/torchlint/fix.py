@@ -1,0 +1,79 @@
+"""Apply the findings' fixes to source text: safe ones by default, unsafe ones on request."""
+
+from __future__ import annotations
+
+import ast
+import difflib
+from dataclasses import dataclass
+
+from torchlint.config import Settings
+from torchlint.finding import Edit, Finding
+from torchlint.static.engine import check_text
+
+MAX_PASSES = 6
+
+
+@dataclass
+class FixResult:
+    source: str
+    fixed: int  # findings whose fix was applied
+    remaining: list[Finding]
+
+
+def applicable(finding: Finding, unsafe: bool) -> bool:
+    return finding.fix is not None and bool(finding.fix.edits) and (
+        finding.fix.applicability == "safe" or unsafe)
+
+
+def apply_edits(source: str, edits: list[Edit]) -> str:
+    """Replace (line, column) ranges, last first; the caller ensures they do not overlap."""
+    starts = [0]
+    for index, char in enumerate(source):
+        if char == "\n":
+            starts.append(index + 1)
+    starts.append(len(source))
+
+    def offset(line: int, column: int) -> int:
+        return min(starts[min(line - 1, len(starts) - 1)] + column - 1, len(source))
+
+    pieces = sorted(((offset(e.line, e.column), offset(e.end_line, e.end_column), e.content) for e in edits),
+                    reverse=True)
+    for start, end, content in pieces:
+        source = source[:start] + content + source[end:]
+    return source
+
+
+def fix_source(source: str, path: str, settings: Settings, unsafe: bool = False) -> FixResult:
+    """Apply fixes until none applies; each pass takes the non-overlapping ones in file order."""
+    enabled, options = settings.enabled(), settings.options
+    fixed = 0
+    for _ in range(MAX_PASSES):
+        findings, _ = check_text(source, path, enabled, options)
+        chosen: list[Edit] = []
+        this_pass = 0
+        taken: list[tuple[tuple[int, int], tuple[int, int]]] = []
+        for finding in findings:
+            if not applicable(finding, unsafe):
+                continue
+            spans = [((e.line, e.column), (e.end_line, e.end_column)) for e in finding.fix.edits]
+            if any(start < other_end and other_start < end for start, end in spans for other_start, other_end in taken):
+                continue  # overlaps an edit of this pass: the next pass re-checks it
+            taken.extend(spans)
+            chosen.extend(finding.fix.edits)
+            this_pass += 1
+        if not chosen:
+            return FixResult(source, fixed, findings)
+        candidate = apply_edits(source, chosen)
+        try:
+            ast.parse(candidate)
+        except SyntaxError:  # never write code that does not parse
+            return FixResult(source, fixed, findings)
+        source = candidate
+        fixed += this_pass
+    findings, _ = check_text(source, path, enabled, options)
+    return FixResult(source, fixed, findings)
+
+
+def unified_diff(path: str, before: str, after: str) -> str:
+    return "".join(difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
+                                        fromfile=f"a/{path}", tofile=f"b/{path}"))
