@@ -408,6 +408,11 @@ CASES = {
             total = torch.sum(torch.exp(x), dim=-1)
             return total.log()
         """, {("TL114", 5)}),
+    "clean: integer-valued log(1 + n); a few literal-shaped uniform samples": ("""
+        import torch
+        def buckets(positions, width):
+            return torch.log(1 + torch.floor(positions / width)), torch.rand(3, 3).log()
+        """, set()),
     "clean: log1p, expm1, logsumexp, log(2 + x), exp(x) - 2": ("""
         import torch
         def f(x):

@@ -14,7 +14,7 @@ _SHARED = (
     "log", "log2", "log10", "log1p", "exp", "expm1", "sqrt", "sum", "mean", "std", "var",
     "abs", "square", "clip", "maximum", "minimum", "matmul", "divide", "einsum", "where",
     "nansum", "nanmean", "amax", "amin", "max", "min", "count_nonzero", "bincount", "dot",
-    "zeros", "ones", "zeros_like", "ones_like", "full",
+    "zeros", "ones", "zeros_like", "ones_like", "full", "floor", "ceil", "round", "trunc", "arange",
 )
 FUNCTION_OPS: dict[str, str] = {prefix + name: name for prefix in _TORCH_NP for name in _SHARED}
 FUNCTION_OPS.update({
@@ -83,7 +83,7 @@ METHOD_OPS: dict[str, str] = {name: name for name in (
     "log", "log2", "log10", "log1p", "exp", "expm1", "sqrt", "rsqrt", "sigmoid", "softmax",
     "log_softmax", "logsumexp", "sum", "mean", "std", "var", "norm", "abs", "square", "pow",
     "relu", "clamp", "clamp_min", "matmul", "amax", "amin", "max", "min", "nansum", "nanmean",
-    "count_nonzero", "bincount", "tanh",
+    "count_nonzero", "bincount", "tanh", "floor", "ceil", "round", "trunc",
 )}
 METHOD_OPS.update({
     "clip": "clamp", "clip_min": "clamp_min", "absolute": "abs", "div": "divide",
@@ -143,3 +143,4 @@ FLOAT16_NAMES = frozenset({"torch.float16", "torch.half", "numpy.float16"})
 UPCAST_DTYPES = frozenset({"torch.float32", "torch.float", "torch.float64", "torch.double"})
 
 LOG_OPS = frozenset({"log", "log2", "log10"})
+INTEGRAL_OPS = frozenset({"floor", "ceil", "round", "trunc", "arange", "count", "mask"})

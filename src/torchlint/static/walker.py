@@ -794,6 +794,8 @@ class Walker:
             dtype = self.ctx.qualify(info.kwargs["dtype"])
             if dtype in ops.UPCAST_DTYPES:
                 operand = operand.but(half=False)
+        if op == "rand" and info.name == "rand" and all(isinstance(a, (cst.Integer, cst.Tuple)) for a in info.args):
+            return Value(op="rand", node=node)  # a few literal-shaped samples: an exact 0 is ~1e-7 likely
         if op == "divide":
             divisor = rest[0] if rest else NOTHING
             return self._arith_value("Divide", operand, divisor, info.operand, info.param(1, "other"), node)

@@ -6,6 +6,7 @@ import libcst as cst
 
 from torchlint.catalog import RuleInfo
 from torchlint.static.context import CallInfo, FileContext, PendingFix
+from torchlint.static.ops import INTEGRAL_OPS
 from torchlint.static.rules.base import Rule, atom, spelled
 
 
@@ -28,6 +29,8 @@ class ImpreciseLog1p(Rule):
             other = argument.left
         else:
             return
+        if ctx.value(other).op in INTEGRAL_OPS:
+            return  # 1 + an integer-valued tensor is exact: log1p gains nothing
         inner = ctx.call(other)
         if inner is not None and inner.op == "exp" and inner.operand is not None:
             ctx.claim(other)

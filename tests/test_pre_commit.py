@@ -1,0 +1,38 @@
+"""The pre-commit hook, installed and run by pre-commit itself (`pre-commit try-repo`)."""
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+from conftest import ROOT
+
+pytestmark = pytest.mark.slow
+
+BUGGY = "import torch\n\n\ndef f(x):\n    return torch.log(torch.softmax(x, dim=1))\n"
+CLEAN = "import torch\n\n\ndef f(x):\n    return torch.log_softmax(x, dim=1)\n"
+
+
+def test_try_repo_fails_on_buggy_and_passes_on_clean(tmp_path):
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    (scratch / "bad.py").write_text(BUGGY)
+    (scratch / "good.py").write_text(CLEAN)
+    env = {**os.environ, "PRE_COMMIT_HOME": str(tmp_path / "cache"), "TORCHLINT_STRICT": ""}
+    subprocess.run(["git", "init", "-q"], cwd=scratch, check=True)
+    subprocess.run(["git", "add", "."], cwd=scratch, check=True)
+
+    def try_repo(*files):
+        command = [sys.executable, "-m", "pre_commit", "try-repo", str(ROOT), "torchlint", "--files", *files]
+        return subprocess.run(command, cwd=scratch, env=env, capture_output=True, text=True, timeout=600)
+
+    clean = try_repo("good.py")
+    assert clean.returncode == 0, clean.stdout + clean.stderr
+    assert "Passed" in clean.stdout
+    buggy = try_repo("bad.py", "good.py")
+    assert buggy.returncode == 1, buggy.stdout + buggy.stderr
+    assert "Failed" in buggy.stdout and "bad.py:5:12: TL102" in buggy.stdout
+    assert "good.py" not in buggy.stdout.split("TL102", 1)[1]
