@@ -25,7 +25,9 @@ def test_doc_has_standard_sections(rule):
             assert f"`{option}`" in sections.get("Options", ""), f"option {option} undocumented"
 
 
-EXECUTABLE = [r for r in RULES if CODE_BLOCK.search(doc_sections(rule_doc(r.code) or "").get("Example", ""))]
+GRAPH = [r for r in RULES if "graph" in r.tags]
+EXECUTABLE = [r for r in RULES if r not in GRAPH
+              and CODE_BLOCK.search(doc_sections(rule_doc(r.code) or "").get("Example", ""))]
 
 
 @pytest.mark.parametrize("rule", EXECUTABLE, ids=lambda r: r.code)
@@ -45,4 +47,22 @@ def test_doc_use_instead_is_clean(rule):
 
 def test_every_static_rule_has_an_executable_doc():
     engine = {"TL002"}  # an unreadable file cannot be shown as text
-    assert {r.code for r in RULES} - {r.code for r in EXECUTABLE} == engine
+    assert {r.code for r in RULES} - {r.code for r in EXECUTABLE} - {r.code for r in GRAPH} == engine
+
+
+@pytest.mark.parametrize("rule", GRAPH, ids=lambda r: r.code)
+def test_graph_doc_examples_run_through_trace(rule, tmp_path, capsys):
+    pytest.importorskip("torch")
+    from torchlint.cli import main
+
+    sections = doc_sections(rule_doc(rule.code))
+    for section, expected in (("Example", {rule.code}), ("Use instead", set())):
+        code = CODE_BLOCK.search(sections[section]).group(1)
+        model = tmp_path / f"{section.replace(' ', '_')}.py"
+        model.write_text(code)
+        name = re.search(r"^class (\w+)", code, re.M).group(1)
+        main(["trace", f"{model}:{name}", "--output-format", "json"])
+        import json
+
+        findings = json.loads(capsys.readouterr().out)["findings"]
+        assert {f["code"] for f in findings} == expected

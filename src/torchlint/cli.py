@@ -11,7 +11,7 @@ from torchlint import __version__
 from torchlint.catalog import all_rules, rule_doc, rules_by_code
 from torchlint.config import ConfigError, Settings, load_settings
 
-COMMANDS = ("check", "rule", "rules")
+COMMANDS = ("check", "rule", "rules", "trace")
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
 
@@ -48,6 +48,14 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--force-exclude", action="store_true",
                        help="apply exclude to files named on the command line too (for pre-commit)")
 
+    trace = sub.add_parser("trace", help="trace a model with torch.fx: symbolic shapes per layer, shape errors")
+    trace.add_argument("target", help="model.py:Net, package.module:Net, or a factory function")
+    trace.add_argument("--input", action="append", default=[], metavar="SPEC",
+                       help="input as dtype[dims], e.g. 'float32[B, 3, 224, 224]' (repeatable); inferred if absent")
+    trace.add_argument("--init", help="constructor expression evaluated in the target's module, e.g. 'Net(d=512)'")
+    trace.add_argument("--init-kwargs", help="JSON keyword arguments for the constructor, e.g. '{\"d\": 512}'")
+    trace.add_argument("--output-format", choices=("text", "json"), default="text")
+
     rule = sub.add_parser("rule", help="print a rule's documentation")
     rule.add_argument("code")
     sub.add_parser("rules", help="list the rule catalog")
@@ -64,6 +72,8 @@ def main(argv: list[str] | None = None) -> int:
             return _list_rules()
         if args.command == "rule":
             return _show_rule(args.code)
+        if args.command == "trace":
+            return _trace(args)
         return _check(args)
     except ConfigError as error:
         print(f"torchlint: error: {error}", file=sys.stderr)
@@ -157,6 +167,31 @@ def _apply_fixes(results, settings: Settings, args: argparse.Namespace) -> int:
     print(f"{verb} {fixed} finding{'s' if fixed != 1 else ''} in {changed} file{'s' if changed != 1 else ''}.",
           file=sys.stderr)
     return changed
+
+
+def _trace(args: argparse.Namespace) -> int:
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        raise ConfigError("torchlint trace needs torch: pip install 'torchlint[torch]'") from None
+    from torchlint.graph.errors import TraceInputError
+    from torchlint.graph.inputs import parse_input
+    from torchlint.graph.render import render_trace_json, render_trace_text
+    from torchlint.graph.shapes import infer_inputs, propagate, trace
+    from torchlint.graph.target import load_target
+
+    try:
+        inputs = [parse_input(text) for text in args.input]
+        target = load_target(args.target, args.init, args.init_kwargs)
+        if not inputs:
+            inputs, assumed = infer_inputs(target.model)
+            target.notes.append(f"no --input given; assumed {assumed}")
+        report = propagate(target, trace(target), inputs)
+    except TraceInputError as error:
+        raise ConfigError(str(error)) from None
+    render = render_trace_json if args.output_format == "json" else render_trace_text
+    sys.stdout.write(render(report))
+    return EXIT_FINDINGS if report.findings else EXIT_OK
 
 
 def _list_rules() -> int:

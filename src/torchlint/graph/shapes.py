@@ -1,0 +1,303 @@
+"""Trace with torch.fx and run the graph on fake tensors whose batch-like dims are symbols.
+
+No real memory is used: the model lives on the meta device and every activation is a FakeTensor
+whose sizes are SymInts from a ShapeEnv. A shape error stops at the failing node (TL601); a guard
+that pins a user's symbol to a constant is a silent specialisation (TL602). Both point at the
+source line fx recorded for the node.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+import torch.fx
+from torch._subclasses.fake_tensor import FakeTensorMode
+from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatelessSymbolicContext
+
+from torchlint.finding import Finding
+from torchlint.graph.catalog import SHAPE_MISMATCH, SHAPE_SPECIALIZATION
+from torchlint.graph.errors import TraceInputError
+from torchlint.graph.inputs import InputSpec
+from torchlint.graph.target import Target
+
+_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>\S+)')
+_HINTS = (8, 7, 11, 13, 17, 19, 23, 29)  # distinct example sizes so symbols are not merged
+
+
+@dataclass
+class Row:
+    node: str
+    module: str
+    op: str
+    shape: str
+    dtype: str
+    params: int
+    file: str | None = None
+    line: int | None = None
+
+
+@dataclass
+class TraceReport:
+    target: str
+    inputs: list[InputSpec]
+    notes: list[str] = field(default_factory=list)
+    rows: list[Row] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+
+
+def infer_inputs(model: torch.nn.Module) -> tuple[list[InputSpec], str]:
+    """Guess the input from the first layer: Linear/Conv/Embedding/recurrent."""
+    for name, layer in model.named_modules():
+        where = name or type(model).__name__
+        if isinstance(layer, torch.nn.Embedding):
+            return [InputSpec("int64", ("B", "T"))], f"int64[B, T] (first layer {where} is an Embedding)"
+        if isinstance(layer, torch.nn.Linear):
+            spec = InputSpec("float32", ("B", layer.in_features))
+            return [spec], f"{spec} (first layer {where}: Linear(in_features={layer.in_features}))"
+        for conv, spatial in ((torch.nn.Conv1d, ("L",)), (torch.nn.Conv2d, ("H", "W")), (torch.nn.Conv3d, ("D", "H", "W"))):
+            if isinstance(layer, conv):
+                spec = InputSpec("float32", ("B", layer.in_channels, *spatial))
+                return [spec], f"{spec} (first layer {where}: {conv.__name__}(in_channels={layer.in_channels}))"
+        if isinstance(layer, (torch.nn.LSTM, torch.nn.GRU, torch.nn.RNN)):
+            dims = ("B", "T", layer.input_size) if layer.batch_first else ("T", "B", layer.input_size)
+            spec = InputSpec("float32", dims)
+            return [spec], f"{spec} (first layer {where}: {type(layer).__name__}(input_size={layer.input_size}))"
+    raise TraceInputError("cannot infer the input from the model's first layer: pass --input 'float32[B, ...]'")
+
+
+def trace(target: Target) -> torch.fx.GraphModule:
+    tracer = torch.fx.Tracer()
+    tracer.record_stack_traces = True
+    try:
+        graph = tracer.trace(target.model)
+    except Exception as error:
+        where = _user_frame_of_traceback(error, target.source)
+        reason = " ".join(str(error).split())[:200] or type(error).__name__
+        raise TraceInputError(f"{target.name} does not trace with torch.fx{where}: {reason}") from None
+    return torch.fx.GraphModule(tracer.root, graph)
+
+
+def _user_frame_of_traceback(error: BaseException, source: Path | None) -> str:
+    frames = traceback.extract_tb(error.__traceback__)
+    torch_root = str(Path(torch.__file__).parent)
+    for frame in reversed(frames):
+        if (source is not None and Path(frame.filename).resolve() == source) or \
+                not frame.filename.startswith(torch_root) and "torchlint" not in frame.filename:
+            return f" (at {Path(frame.filename).name}:{frame.lineno}: {(frame.line or '').strip()})"
+    return ""
+
+
+def _source_of(node: torch.fx.Node, source: Path | None) -> tuple[str | None, int | None]:
+    trace_text = node.stack_trace or ""
+    found = None
+    for match in _FRAME.finditer(trace_text):
+        path = Path(match.group("file"))
+        if source is not None and path.resolve() == source:
+            found = (str(path), int(match.group("line")))
+        elif found is None and "site-packages/torch" not in match.group("file"):
+            found = (str(path), int(match.group("line")))
+    return found if found is not None else (None, None)
+
+
+class _Symbols:
+    """Map ShapeEnv symbols back to the user's names (s0 -> B)."""
+
+    def __init__(self) -> None:
+        self.names: dict[str, str] = {}
+
+    def render(self, value) -> str:
+        if isinstance(value, torch.SymInt):
+            text = str(value.node.expr)
+            for symbol, name in sorted(self.names.items(), key=lambda item: -len(item[0])):
+                text = re.sub(rf"\b{symbol}\b", name, text)
+            return text.replace("*", "·").replace("((", "(").replace("))", ")")
+        return str(value)
+
+    def text(self, message: str) -> str:
+        """An error message with the ShapeEnv's symbols (s26) replaced by the user's names (B)."""
+        for symbol, name in sorted(self.names.items(), key=lambda item: -len(item[0])):
+            message = re.sub(rf"\b{symbol}\b", name, message)
+        return message
+
+    def shape(self, tensor: torch.Tensor) -> str:
+        return "[" + ", ".join(self.render(d) for d in tensor.shape) + "]"
+
+
+def propagate(target: Target, gm: torch.fx.GraphModule, inputs: list[InputSpec]) -> TraceReport:
+    shape_env = ShapeEnv()
+    mode = FakeTensorMode(shape_env=shape_env, allow_non_fake_inputs=True)
+    symbols = _Symbols()
+    hints: dict[str, int] = {}
+    fakes = []
+    for spec in inputs:
+        sizes = []
+        for dim in spec.dims:
+            if isinstance(dim, str):
+                hints.setdefault(dim, _HINTS[len(hints) % len(_HINTS)] + 8 * (len(hints) // len(_HINTS)))
+                sizes.append(hints[dim])
+            else:
+                sizes.append(dim)
+        real = torch.empty(sizes, dtype=getattr(torch, spec.dtype), device="meta")
+        context = StatelessSymbolicContext(
+            dynamic_sizes=[DimDynamic.DYNAMIC if isinstance(d, str) else DimDynamic.STATIC for d in spec.dims],
+            constraint_sizes=[None] * len(spec.dims),
+        )
+        fake = mode.from_tensor(real, symbolic_context=context)
+        for dim, size in zip(spec.dims, fake.shape, strict=True):
+            if isinstance(dim, str) and isinstance(size, torch.SymInt):
+                symbols.names.setdefault(str(size.node.expr), dim)
+        fakes.append(fake)
+
+    report = TraceReport(target.name, inputs, list(target.notes))
+    modules = dict(gm.named_modules())
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    if len(placeholders) != len(fakes):
+        raise TraceInputError(f"{target.name}.forward takes {len(placeholders)} input(s) but {len(fakes)} "
+                              f"--input given")
+
+    class Runner(torch.fx.Interpreter):
+        def call_module(self, target, args, kwargs):
+            layer = self.fetch_attr(target)
+            if isinstance(layer, torch.nn.RNNBase) and args and isinstance(args[0], torch.Tensor):
+                return _recurrent_outputs(layer, args[0])
+            return super().call_module(target, args, kwargs)
+
+        def run_node(self, node: torch.fx.Node):
+            pinned_before = _pinned(shape_env, symbols)
+            try:
+                with mode:
+                    result = super().run_node(node)
+            except Exception as error:
+                raise _NodeFailure(node, error) from None
+            node.meta["fake"] = result
+            for symbol, value in _pinned(shape_env, symbols).items():
+                if symbol not in pinned_before:
+                    report.findings.append(_specialization(node, symbol, value, target, modules))
+            report.rows.append(_row(node, result, modules, symbols, target.source))
+            return result
+
+    # FakeTensorMode logs a traceback for a failing meta kernel; the failure is reported as TL601 instead.
+    fake_logger = logging.getLogger("torch._subclasses.fake_tensor")
+    level = fake_logger.level
+    fake_logger.setLevel(logging.CRITICAL)
+    try:
+        Runner(gm).run(*fakes)
+    except _NodeFailure as failure:
+        report.findings.append(_mismatch(failure.node, failure.error, target, modules, symbols, Runner))
+    finally:
+        fake_logger.setLevel(level)
+    return report
+
+
+def _recurrent_outputs(layer: torch.nn.RNNBase, x: torch.Tensor):
+    """nn.LSTM/GRU/RNN output shapes from their configuration. Running them on fake tensors unrolls
+    time steps in Python and pins batch and length to the example sizes: an artefact, not a bug."""
+    if x.shape[-1] != layer.input_size:
+        raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected {layer.input_size}, got {x.shape[-1]}")
+    directions = 2 if layer.bidirectional else 1
+    proj = getattr(layer, "proj_size", 0) or 0
+    features = (proj or layer.hidden_size) * directions
+    if x.dim() == 2:  # unbatched: (T, input_size)
+        output = x.new_empty((x.shape[0], features))
+        state_shape = (layer.num_layers * directions, proj or layer.hidden_size)
+        cell_shape = (layer.num_layers * directions, layer.hidden_size)
+    else:
+        batch = x.shape[0] if layer.batch_first else x.shape[1]
+        output = x.new_empty((*x.shape[:2], features))
+        state_shape = (layer.num_layers * directions, batch, proj or layer.hidden_size)
+        cell_shape = (layer.num_layers * directions, batch, layer.hidden_size)
+    hidden = x.new_empty(state_shape)
+    if isinstance(layer, torch.nn.LSTM):
+        return output, (hidden, x.new_empty(cell_shape))
+    return output, hidden
+
+
+class _NodeFailure(Exception):
+    def __init__(self, node: torch.fx.Node, error: Exception) -> None:
+        super().__init__(str(error))
+        self.node = node
+        self.error = error
+
+
+def _pinned(shape_env: ShapeEnv, symbols: _Symbols) -> dict[str, int]:
+    """The user's symbols that the guards so far have replaced by a constant."""
+    pinned = {}
+    for symbol, value in shape_env.replacements.items():
+        name = symbols.names.get(str(symbol))
+        if name is not None and getattr(value, "is_Integer", False):
+            pinned[name] = int(value)
+    return pinned
+
+
+def _module_of(node: torch.fx.Node, modules) -> tuple[str, str]:
+    if node.op == "call_module":
+        layer = modules.get(str(node.target))
+        return str(node.target), type(layer).__name__ if layer is not None else "module"
+    if node.op == "call_function":
+        return "-", getattr(node.target, "__name__", str(node.target))
+    if node.op == "call_method":
+        return "-", f".{node.target}()"
+    return "-", {"placeholder": "input", "output": "output", "get_attr": "attribute"}.get(node.op, node.op)
+
+
+def _row(node, result, modules, symbols: _Symbols, source) -> Row:
+    module, op = _module_of(node, modules)
+    tensor = result if isinstance(result, torch.Tensor) else (
+        result[0] if isinstance(result, (tuple, list)) and result and isinstance(result[0], torch.Tensor) else None)
+    shape = symbols.shape(tensor) if tensor is not None else "-"
+    dtype = str(tensor.dtype).replace("torch.", "") if tensor is not None else "-"
+    params = 0
+    if node.op == "call_module" and module in modules:
+        params = sum(p.numel() for p in modules[module].parameters())
+    file, line = _source_of(node, source)
+    return Row(node.name, module, op, shape, dtype, params, file, line)
+
+
+def _location(node, target: Target) -> tuple[str, int]:
+    file, line = _source_of(node, target.source)
+    if file is None:
+        file, line = (str(target.source) if target.source else target.name), 1
+    try:
+        relative = os.path.relpath(file)
+        file = relative if not relative.startswith("..") else file
+    except ValueError:
+        pass
+    return file, line
+
+
+def _finding(rule, message: str, file: str, line: int) -> Finding:
+    return Finding(code=rule.code, name=rule.name, severity=rule.severity, message=message, path=file,
+                   line=line, column=1, end_line=line, end_column=1, help=rule.summary, depths=("graph",))
+
+
+def _mismatch(node, error: Exception, target: Target, modules, symbols: _Symbols, runner) -> Finding:
+    module, op = _module_of(node, modules)
+    shapes = []
+    for arg in node.all_input_nodes:
+        value = arg.meta.get("fake")
+        if value is not None:
+            shapes.append(symbols.shape(value))
+    detail = symbols.text(" ".join(str(error).split()).split(" While executing")[0][:200])
+    layer = modules.get(module)
+    if isinstance(layer, torch.nn.Linear) and shapes:
+        what = f"{shapes[0]} × [{layer.in_features}, {layer.out_features}]"
+    else:
+        what = ", ".join(shapes) if shapes else "its inputs"
+    label = f"{module} ({op})" if module != "-" else op
+    file, line = _location(node, target)
+    return _finding(SHAPE_MISMATCH, f"{label}: {what}: {detail}", file, line)
+
+
+def _specialization(node, symbol: str, value: int, target: Target, modules) -> Finding:
+    module, op = _module_of(node, modules)
+    label = f"{module} ({op})" if module != "-" else op
+    file, line = _location(node, target)
+    return _finding(SHAPE_SPECIALIZATION,
+                    f"{label} only works for {symbol} = {value}: this node pins the symbolic dimension "
+                    f"{symbol} to a constant, so any other {symbol} fails at run time", file, line)

@@ -1,0 +1,108 @@
+"""`torchlint trace`: symbolic shapes per layer, TL601/TL602 at source lines, one-line errors."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+from conftest import FIXTURES
+
+from torchlint.cli import main
+
+torch = pytest.importorskip("torch")
+MODELS = FIXTURES / "models"
+
+
+def trace(capsys, *args):
+    code = main(["trace", *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def layers(capsys, *args):
+    code, out, _ = trace(capsys, *args, "--output-format", "json")
+    return code, json.loads(out)
+
+
+def shapes_of(data):
+    return {row["node"]: row["shape"] for row in data["layers"]}
+
+
+def test_mlp_symbolic_table_with_inferred_input(capsys):
+    code, data = layers(capsys, f"{MODELS}/mlp.py:MLP")
+    assert code == 0 and data["findings"] == []
+    assert data["inputs"] == ["float32[B, 10]"]
+    assert "assumed float32[B, 10] (first layer fc1: Linear(in_features=10))" in data["notes"][0]
+    assert shapes_of(data) == {"x": "[B, 10]", "fc1": "[B, 50]", "act": "[B, 50]", "fc2": "[B, 3]",
+                               "output": "[B, 3]"}
+    fc1 = next(r for r in data["layers"] if r["node"] == "fc1")
+    assert (fc1["module"], fc1["op"], fc1["params"], fc1["line"]) == ("fc1", "Linear", 550, 14)
+
+
+def test_shape_bug_reported_at_layer_and_line(capsys):
+    code, out, _ = trace(capsys, f"{MODELS}/mlp_shape_bug.py:BrokenMLP")
+    assert code == 1
+    assert "mlp_shape_bug.py:14:1: TL601 fc2 (Linear): [B, 50] × [40, 1]" in out
+
+
+def test_cnn_wrong_in_features_symbolic_and_concrete(capsys):
+    code, data = layers(capsys, f"{MODELS}/cnn_bad_flatten.py:SmallCNN")
+    assert code == 1
+    finding = data["findings"][0]
+    assert (finding["code"], finding["location"]["row"]) == ("TL601", 19)
+    assert "head (Linear): [B, 32·(H//4)·(W//4)] × [2048, 10]" in finding["message"]
+    code, data = layers(capsys, f"{MODELS}/cnn_bad_flatten.py:SmallCNN", "--input", "float32[B, 3, 32, 32]")
+    assert code == 0 and shapes_of(data)["flatten"] == "[B, 2048]"
+
+
+def test_attention_view_transpose_reshape(capsys):
+    code, data = layers(capsys, f"{MODELS}/attention.py:Attention", "--input", "float32[B, T, 64]")
+    shapes = shapes_of(data)
+    assert code == 0
+    assert shapes["transpose"] == "[B, 4, T, 16]"
+    assert shapes["matmul"] == "[B, 4, T, T]"
+    assert shapes["reshape"] == "[B, T, 64]" and shapes["output"] == "[B, T, 64]"
+
+
+def test_batch_specialization(capsys):
+    code, out, _ = trace(capsys, f"{MODELS}/batch_specialized.py:Folded")
+    assert code == 1
+    assert "batch_specialized.py:14:1: TL602 head (Linear) only works for B = 8" in out
+
+
+def test_lstm_stays_symbolic(capsys):
+    code, data = layers(capsys, f"{MODELS}/lstm_tagger.py:Tagger")
+    assert code == 0 and data["inputs"] == ["int64[B, T]"]
+    assert shapes_of(data)["out"] == "[B, T, 5]" and shapes_of(data)["getitem_1"] == "[1, B, 32]"
+
+
+def test_model_is_built_on_meta():
+    from torchlint.graph.target import load_target
+
+    target = load_target(f"{MODELS}/attention.py:Attention", init="Attention(dim=4096, heads=32)")
+    assert target.device == "meta"
+    assert {p.device.type for p in target.model.parameters()} == {"meta"}
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    ([f"{MODELS}/data_dependent.py:Gated"], "does not trace with torch.fx (at data_dependent.py:12: if x.sum() > 0:)"),
+    (["missing.py:Net"], "file not found: missing.py"),
+    ([f"{MODELS}/mlp.py:Nope"], "has no 'Nope' (nn.Module classes there: MLP)"),
+    ([f"{MODELS}/mlp.py:MLP", "--input", "float32(B, 10)"], "cannot parse --input"),
+    ([f"{MODELS}/mlp.py:MLP", "--input", "float33[B, 10]"], "unknown dtype 'float33'"),
+    ([f"{MODELS}/mlp.py:MLP", "--input", "float32[B, 10]", "--input", "float32[B, 10]"], "takes 1 input(s) but 2"),
+    ([f"{MODELS}/mlp.py:MLP", "--init-kwargs", "{bad"], "--init-kwargs is not valid JSON"),
+    ([f"{MODELS}/mlp.py:MLP", "--init-kwargs", '{"features": -1}'], "constructing MLP failed"),
+    ([f"{MODELS}/mlp.py"], "must look like model.py:Net"),
+])
+def test_bad_input_is_one_line_exit_2(capsys, args, message):
+    code, out, err = trace(capsys, *args)
+    assert code == 2 and out == ""
+    assert message in err and len(err.strip().splitlines()) == 1
+
+
+def test_no_traceback_on_stderr_for_a_shape_error():
+    result = subprocess.run([sys.executable, "-m", "torchlint", "trace", f"{MODELS}/mlp_shape_bug.py:BrokenMLP"],
+                            capture_output=True, text=True)
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr and result.stderr.strip() == ""
