@@ -106,3 +106,17 @@ def test_no_traceback_on_stderr_for_a_shape_error():
                             capture_output=True, text=True)
     assert result.returncode == 1
     assert "Traceback" not in result.stderr and result.stderr.strip() == ""
+
+
+def test_llama_scale_model_traces_without_real_memory(capsys):
+    code, data = layers(capsys, f"{MODELS}/llama.py:Llama", "--input", "int64[B, T]")
+    assert code == 0 and data["findings"] == []
+    assert data["parameters"] == 6_738_415_616  # ~27 GB of float32 weights, never allocated
+    assert shapes_of(data)["output_1"] == "[B, T, 32000]"
+    assert len(data["layers"]) > 1000
+
+
+def test_llama_with_constructor_expression(capsys):
+    code, data = layers(capsys, f"{MODELS}/llama.py:Llama", "--init", "Llama(layers=2, dim=256, heads=4, hidden=512)")
+    assert code == 0 and data["inputs"] == ["int64[B, T]"]
+    assert shapes_of(data)["output_1"] == "[B, T, 32000]"

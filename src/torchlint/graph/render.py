@@ -22,8 +22,8 @@ def render_trace_text(report: TraceReport) -> str:
     for row in rows:
         cells = [c.rjust(w) if i == 5 else c.ljust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True))]
         out.append("  ".join(cells).rstrip())
-    total = sum(r.params for r in report.rows if r.module != "-" and "." not in r.module)
-    out.append(f"\n{len(report.rows)} nodes, {total:,} parameters in top-level layers (meta device: no memory used)")
+    out.append(f"\n{len(report.rows)} nodes, {report.parameters:,} parameters "
+               "(built on the meta device: no memory used for them)")
     out.append("")
     out.append(render_text(report.findings).rstrip("\n"))
     return "\n".join(out) + "\n"
@@ -34,6 +34,7 @@ def render_trace_json(report: TraceReport) -> str:
         "target": report.target,
         "inputs": [str(i) for i in report.inputs],
         "notes": report.notes,
+        "parameters": report.parameters,
         "layers": [{"node": r.node, "module": r.module, "op": r.op, "shape": r.shape, "dtype": r.dtype,
                     "params": r.params, "file": r.file, "line": r.line} for r in report.rows],
         "findings": [finding_json(f) for f in report.findings],

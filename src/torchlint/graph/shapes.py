@@ -49,6 +49,7 @@ class TraceReport:
     notes: list[str] = field(default_factory=list)
     rows: list[Row] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
+    parameters: int = 0
 
 
 def infer_inputs(model: torch.nn.Module) -> tuple[list[InputSpec], str]:
@@ -74,6 +75,7 @@ def infer_inputs(model: torch.nn.Module) -> tuple[list[InputSpec], str]:
 def trace(target: Target) -> torch.fx.GraphModule:
     tracer = torch.fx.Tracer()
     tracer.record_stack_traces = True
+    tracer.proxy_buffer_attributes = True  # `self.cos[:t]` with a traced t
     try:
         graph = tracer.trace(target.model)
     except Exception as error:
@@ -154,7 +156,8 @@ def propagate(target: Target, gm: torch.fx.GraphModule, inputs: list[InputSpec])
                 symbols.names.setdefault(str(size.node.expr), dim)
         fakes.append(fake)
 
-    report = TraceReport(target.name, inputs, list(target.notes))
+    report = TraceReport(target.name, inputs, list(target.notes),
+                         parameters=sum(p.numel() for p in target.model.parameters()))
     modules = dict(gm.named_modules())
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     if len(placeholders) != len(fakes):
