@@ -120,3 +120,18 @@ def test_llama_with_constructor_expression(capsys):
     code, data = layers(capsys, f"{MODELS}/llama.py:Llama", "--init", "Llama(layers=2, dim=256, heads=4, hidden=512)")
     assert code == 0 and data["inputs"] == ["int64[B, T]"]
     assert shapes_of(data)["output_1"] == "[B, T, 32000]"
+
+
+def test_graph_numerics_confirm_static_findings(capsys):
+    code, data = layers(capsys, f"{MODELS}/log_sigmoid.py:LogProbNet")
+    assert code == 1
+    found = {(f["code"], f["location"]["row"], tuple(f["depths"])) for f in data["findings"]}
+    assert found == {("TL106", 13, ("static", "graph")), ("TL102", 15, ("static", "graph"))}
+
+
+def test_half_model_softmax_found_only_through_dtypes(capsys):
+    code, data = layers(capsys, f"{MODELS}/half_attention.py:build_half", "--input", "float16[B, T, 32]")
+    assert code == 1
+    assert [(f["code"], f["location"]["row"], f["depths"]) for f in data["findings"]] == [("TL107", 15, ["graph"])]
+    code, data = layers(capsys, f"{MODELS}/half_attention.py:ScoreAttention", "--input", "float32[B, T, 32]")
+    assert code == 0

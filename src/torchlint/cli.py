@@ -189,9 +189,25 @@ def _trace(args: argparse.Namespace) -> int:
         report = propagate(target, trace(target), inputs)
     except TraceInputError as error:
         raise ConfigError(str(error)) from None
+    report.findings = _merge_depths(report.findings)
     render = render_trace_json if args.output_format == "json" else render_trace_text
     sys.stdout.write(render(report))
     return EXIT_FINDINGS if report.findings else EXIT_OK
+
+
+def _merge_depths(graph_findings):
+    """A graph finding the static checker also reports at the same line is one finding, marked with both."""
+    from dataclasses import replace
+
+    from torchlint.api import check_paths
+
+    files = sorted({f.path for f in graph_findings if os.path.isfile(f.path)})
+    static = {(f.code, os.path.abspath(f.path), f.line): f for f in check_paths(files)} if files else {}
+    merged = []
+    for finding in graph_findings:
+        twin = static.get((finding.code, os.path.abspath(finding.path), finding.line))
+        merged.append(replace(twin, path=finding.path, depths=("static", "graph")) if twin else finding)
+    return merged
 
 
 def _list_rules() -> int:

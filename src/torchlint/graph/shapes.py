@@ -195,6 +195,10 @@ def propagate(target: Target, gm: torch.fx.GraphModule, inputs: list[InputSpec])
         report.findings.append(_mismatch(failure.node, failure.error, target, modules, symbols, Runner))
     finally:
         fake_logger.setLevel(level)
+    from torchlint.graph.numerics import GraphNumerics
+
+    report.findings.extend(GraphNumerics(gm, lambda node: _location(node, target)).run())
+    report.findings.sort(key=lambda f: (f.path, f.line, f.code))
     return report
 
 
