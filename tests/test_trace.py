@@ -135,3 +135,19 @@ def test_half_model_softmax_found_only_through_dtypes(capsys):
     assert [(f["code"], f["location"]["row"], f["depths"]) for f in data["findings"]] == [("TL107", 15, ["graph"])]
     code, data = layers(capsys, f"{MODELS}/half_attention.py:ScoreAttention", "--input", "float32[B, T, 32]")
     assert code == 0
+
+
+def test_inplace_on_saved_tensor_confirmed_by_fake_backward():
+    from torchlint.graph.shapes import infer_inputs, propagate
+    from torchlint.graph.shapes import trace as fx_trace
+    from torchlint.graph.target import load_target
+
+    target = load_target(f"{MODELS}/inplace_gate.py:InplaceGate")
+    inputs, _ = infer_inputs(target.model)
+    report = propagate(target, fx_trace(target), inputs)
+    [finding] = report.findings
+    assert (finding.code, finding.line, finding.depths) == ("TL203", 14, ("graph",))
+    assert "modified by an inplace operation" in finding.message
+    clean = load_target(f"{MODELS}/attention.py:Attention")
+    assert propagate(clean, fx_trace(clean), inputs=[__import__("torchlint.graph.inputs", fromlist=["x"])
+                                                     .parse_input("float32[B, T, 64]")]).findings == []

@@ -27,8 +27,11 @@ from torchlint.static.rules.tl105_unguarded_sqrt import UnguardedSqrt
 from torchlint.static.rules.tl106_unguarded_division import _ZERO_PRONE, UnguardedDivision
 from torchlint.static.rules.tl107_half_precision_softmax import HalfPrecisionSoftmax
 from torchlint.static.rules.tl108_unstable_exp import UnstableExp
+from torchlint.static.rules.tl203_inplace_on_saved_tensor import SAVES_OUTPUT
 from torchlint.static.semantics import apply_op
 from torchlint.static.values import ANY, NOTHING, POS, Value, constant
+
+__all__ = ["GraphNumerics", "SAVES_OUTPUT"]
 
 OPERATORS = {
     operator.add: "Add", operator.iadd: "Add", operator.sub: "Subtract", operator.isub: "Subtract",

@@ -25,6 +25,9 @@ from torchlint.graph.catalog import SHAPE_MISMATCH, SHAPE_SPECIALIZATION
 from torchlint.graph.errors import TraceInputError
 from torchlint.graph.inputs import InputSpec
 from torchlint.graph.target import Target
+from torchlint.static.rules.tl203_inplace_on_saved_tensor import InplaceOnSavedTensor
+
+INPLACE_ON_SAVED = InplaceOnSavedTensor.info
 
 _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<func>\S+)')
 _HINTS = (8, 7, 11, 13, 17, 19, 23, 29)  # distinct example sizes so symbols are not merged
@@ -189,15 +192,29 @@ def propagate(target: Target, gm: torch.fx.GraphModule, inputs: list[InputSpec])
     fake_logger = logging.getLogger("torch._subclasses.fake_tensor")
     level = fake_logger.level
     fake_logger.setLevel(logging.CRITICAL)
+    output = None
     try:
-        Runner(gm).run(*fakes)
+        output = Runner(gm).run(*fakes)
     except _NodeFailure as failure:
         report.findings.append(_mismatch(failure.node, failure.error, target, modules, symbols, Runner))
     finally:
         fake_logger.setLevel(level)
-    from torchlint.graph.numerics import GraphNumerics
+    from torchlint.graph.numerics import SAVES_OUTPUT, GraphNumerics
 
-    report.findings.extend(GraphNumerics(gm, lambda node: _location(node, target)).run())
+    numerics = GraphNumerics(gm, lambda node: _location(node, target))
+    report.findings.extend(numerics.run())
+    inplace = [n for n in gm.graph.nodes if n.op == "call_method" and str(n.target).endswith("_")
+               and not str(n.target).startswith("_") and "fake" in n.meta]
+    if output is not None and inplace:
+        error = _backward_error(output, mode)
+        if error is not None:
+            culprit = next((n for n in inplace if n.args and numerics.values.get(n.args[0]) is not None
+                            and numerics.values[n.args[0]].op in SAVES_OUTPUT), inplace[0])
+            file, line = _location(culprit, target)
+            saved = culprit.args[0].name if culprit.args and isinstance(culprit.args[0], torch.fx.Node) else "?"
+            report.findings.append(_finding(
+                INPLACE_ON_SAVED, f"node {culprit.name}: `.{culprit.target}()` overwrites {saved}, which backward "
+                f"needs; a backward pass on fake tensors fails with: {symbols.text(error)}", file, line))
     report.findings.sort(key=lambda f: (f.path, f.line, f.code))
     return report
 
@@ -223,6 +240,22 @@ def _recurrent_outputs(layer: torch.nn.RNNBase, x: torch.Tensor):
     if isinstance(layer, torch.nn.LSTM):
         return output, (hidden, x.new_empty(cell_shape))
     return output, hidden
+
+
+def _backward_error(output, mode: FakeTensorMode) -> str | None:
+    """Run backward through the fake graph; autograd's own version check finds in-place damage."""
+    tensors = [t for t in (output if isinstance(output, (tuple, list)) else [output])
+               if isinstance(t, torch.Tensor) and t.requires_grad]
+    if not tensors:
+        return None
+    try:
+        with mode:
+            sum(t.float().sum() for t in tensors).backward()
+    except RuntimeError as error:
+        text = " ".join(str(error).split())
+        if "modified by an inplace operation" in text:
+            return text.split(" Hint:")[0][:220]
+    return None
 
 
 class _NodeFailure(Exception):
