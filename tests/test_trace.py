@@ -151,3 +151,19 @@ def test_inplace_on_saved_tensor_confirmed_by_fake_backward():
     clean = load_target(f"{MODELS}/attention.py:Attention")
     assert propagate(clean, fx_trace(clean), inputs=[__import__("torchlint.graph.inputs", fromlist=["x"])
                                                      .parse_input("float32[B, T, 64]")]).findings == []
+
+
+def test_export_fallback_when_fx_cannot_trace(capsys):
+    code, data = layers(capsys, f"{MODELS}/shape_branch.py:Cropped", "--input", "float32[B, 32]")
+    assert code == 1
+    assert any("traced with torch.export (non-strict) instead" in note for note in data["notes"])
+    assert shapes_of(data)["slice_1"] == "[B, 16]" and shapes_of(data)["output"] == "[B, 4]"
+    assert [(f["code"], f["location"]["row"], f["depths"]) for f in data["findings"]] == [
+        ("TL102", 15, ["static", "graph"])]
+
+
+def test_both_tracers_failing_is_one_clean_line():
+    result = subprocess.run([sys.executable, "-m", "torchlint", "trace", f"{MODELS}/data_dependent.py:Gated"],
+                            capture_output=True, text=True)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.count("\n") == 1 and "torch.export failed too" in result.stderr

@@ -186,7 +186,7 @@ def _trace(args: argparse.Namespace) -> int:
         if not inputs:
             inputs, assumed = infer_inputs(target.model)
             target.notes.append(f"no --input given; assumed {assumed}")
-        report = propagate(target, trace(target), inputs)
+        report = propagate(target, trace(target, inputs), inputs)
     except TraceInputError as error:
         raise ConfigError(str(error)) from None
     report.findings = _merge_depths(report.findings)

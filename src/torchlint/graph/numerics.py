@@ -64,8 +64,23 @@ def _function_table() -> dict[Callable, str]:
 FUNCTIONS = _function_table()
 
 
+# aten spellings (torch.export graphs) that differ from the method names
+ATEN = {"_softmax": "softmax", "_log_softmax": "log_softmax", "mm": "matmul", "bmm": "matmul", "addmm": "matmul",
+        "linear": "matmul", "div": "divide", "linalg_vector_norm": "norm", "binary_cross_entropy": "bce"}
+ATEN_OPERATORS = {"add": "Add", "add_": "Add", "sub": "Subtract", "rsub": None, "mul": "Multiply", "pow": "Power"}
+
+
+def _aten_name(node: torch.fx.Node) -> str | None:
+    if node.op == "call_function" and isinstance(node.target, torch._ops.OpOverload):
+        return node.target.overloadpacket.__name__
+    return None
+
+
 def _canonical(node: torch.fx.Node, modules) -> str | None:
     if node.op == "call_function":
+        aten = _aten_name(node)
+        if aten is not None:
+            return ATEN.get(aten, ops.METHOD_OPS.get(aten))
         return FUNCTIONS.get(node.target)
     if node.op == "call_method":
         return ops.METHOD_OPS.get(str(node.target))
@@ -111,9 +126,10 @@ class GraphNumerics:
         if node.op == "get_attr":
             return Value(kind="param")
         args = list(node.args)
-        if node.op == "call_function" and node.target in OPERATORS and len(args) == 2:
-            return arith(OPERATORS[node.target], self.value(args[0]), self.value(args[1]), None, None, node, None,
-                         False)
+        operator_name = OPERATORS.get(node.target) if node.op == "call_function" and not _aten_name(node) else \
+            ATEN_OPERATORS.get(_aten_name(node) or "")
+        if operator_name is not None and len(args) == 2:
+            return arith(operator_name, self.value(args[0]), self.value(args[1]), None, None, node, None, False)
         op = _canonical(node, self.modules)
         x = self.value(args[0]) if args else NOTHING
         if op is None:
@@ -143,7 +159,8 @@ class GraphNumerics:
         op = _canonical(node, self.modules)
         args = list(node.args)
         where = f"node {node.name}"
-        if node.op == "call_function" and node.target in (operator.truediv, operator.itruediv) and len(args) == 2:
+        if node.op == "call_function" and (node.target in (operator.truediv, operator.itruediv)
+                                           or _aten_name(node) == "div") and len(args) == 2:
             op = "divide"
         x = self.value(args[0]) if args else NOTHING
         x_node = args[0].name if args and isinstance(args[0], torch.fx.Node) else "?"

@@ -8,10 +8,13 @@ source line fx recorded for the node.
 
 from __future__ import annotations
 
+import io
 import logging
 import os
 import re
+import sys
 import traceback
+from contextlib import contextmanager, redirect_stderr
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -75,7 +78,9 @@ def infer_inputs(model: torch.nn.Module) -> tuple[list[InputSpec], str]:
     raise TraceInputError("cannot infer the input from the model's first layer: pass --input 'float32[B, ...]'")
 
 
-def trace(target: Target) -> torch.fx.GraphModule:
+def trace(target: Target, inputs: list[InputSpec] | None = None) -> torch.fx.GraphModule:
+    """torch.fx first; if it cannot trace (Python control flow on shapes, say), non-strict
+    torch.export; if both fail, one line naming the user's frame where tracing stopped."""
     tracer = torch.fx.Tracer()
     tracer.record_stack_traces = True
     tracer.proxy_buffer_attributes = True  # `self.cos[:t]` with a traced t
@@ -84,8 +89,64 @@ def trace(target: Target) -> torch.fx.GraphModule:
     except Exception as error:
         where = _user_frame_of_traceback(error, target.source)
         reason = " ".join(str(error).split())[:200] or type(error).__name__
+        if inputs:
+            try:
+                with _quiet():
+                    gm = _export(target, inputs)
+            except Exception as export_error:
+                export_reason = " ".join(str(export_error).split()).split(" (unhinted")[0][:160]
+                raise TraceInputError(f"{target.name} does not trace with torch.fx{where}: {reason}; "
+                                      f"torch.export failed too: {export_reason}") from None
+            target.notes.append(f"torch.fx could not trace {target.name}{where}; traced with torch.export "
+                                "(non-strict) instead")
+            return gm
         raise TraceInputError(f"{target.name} does not trace with torch.fx{where}: {reason}") from None
     return torch.fx.GraphModule(tracer.root, graph)
+
+
+def _export(target: Target, inputs: list[InputSpec]) -> torch.fx.GraphModule:
+    hints = _hints(inputs)
+    examples = tuple(torch.empty([hints.get(d, d) for d in spec.dims], dtype=getattr(torch, spec.dtype),
+                                 device=target.device) for spec in inputs)
+    dynamic = tuple({i: torch.export.Dim.AUTO for i, d in enumerate(spec.dims) if isinstance(d, str)}
+                    for spec in inputs)
+    program = torch.export.export(target.model, examples, dynamic_shapes=dynamic, strict=False)
+    gm = program.module()
+    for node in list(gm.graph.nodes):  # the exported input checks would re-guard our symbolic inputs
+        if node.op == "call_module" and str(node.target).startswith("_guards_fn") and not node.users:
+            gm.graph.erase_node(node)
+    gm.recompile()
+    return gm
+
+
+@contextmanager
+def _quiet():
+    """torch's internal logging (graphs, guard warnings, meta-kernel tracebacks) is not for our users."""
+    logging.disable(logging.CRITICAL)
+    sys.stderr.flush()
+    saved = os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 2)  # some of it is printed straight to stderr, not logged
+    try:
+        with redirect_stderr(io.StringIO()):
+            yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+        logging.disable(logging.NOTSET)
+
+
+def _hints(inputs: list[InputSpec]) -> dict[str, int]:
+    """Distinct example sizes for the symbolic dims (distinct, so the ShapeEnv does not merge them)."""
+    hints: dict[str, int] = {}
+    for spec in inputs:
+        for dim in spec.dims:
+            if isinstance(dim, str) and dim not in hints:
+                count = len(hints)
+                hints[dim] = _HINTS[count % len(_HINTS)] + 8 * (count // len(_HINTS))
+    return hints
 
 
 def _user_frame_of_traceback(error: BaseException, source: Path | None) -> str:
@@ -138,16 +199,10 @@ def propagate(target: Target, gm: torch.fx.GraphModule, inputs: list[InputSpec])
     shape_env = ShapeEnv()
     mode = FakeTensorMode(shape_env=shape_env, allow_non_fake_inputs=True)
     symbols = _Symbols()
-    hints: dict[str, int] = {}
+    hints = _hints(inputs)
     fakes = []
     for spec in inputs:
-        sizes = []
-        for dim in spec.dims:
-            if isinstance(dim, str):
-                hints.setdefault(dim, _HINTS[len(hints) % len(_HINTS)] + 8 * (len(hints) // len(_HINTS)))
-                sizes.append(hints[dim])
-            else:
-                sizes.append(dim)
+        sizes = [hints[dim] if isinstance(dim, str) else dim for dim in spec.dims]
         real = torch.empty(sizes, dtype=getattr(torch, spec.dtype), device="meta")
         context = StatelessSymbolicContext(
             dynamic_sizes=[DimDynamic.DYNAMIC if isinstance(d, str) else DimDynamic.STATIC for d in spec.dims],
@@ -188,17 +243,12 @@ def propagate(target: Target, gm: torch.fx.GraphModule, inputs: list[InputSpec])
             report.rows.append(_row(node, result, modules, symbols, target.source))
             return result
 
-    # FakeTensorMode logs a traceback for a failing meta kernel; the failure is reported as TL601 instead.
-    fake_logger = logging.getLogger("torch._subclasses.fake_tensor")
-    level = fake_logger.level
-    fake_logger.setLevel(logging.CRITICAL)
     output = None
     try:
-        output = Runner(gm).run(*fakes)
+        with _quiet():  # FakeTensorMode logs a traceback for a failing meta kernel: it is TL601 instead
+            output = Runner(gm).run(*fakes)
     except _NodeFailure as failure:
         report.findings.append(_mismatch(failure.node, failure.error, target, modules, symbols, Runner))
-    finally:
-        fake_logger.setLevel(level)
     from torchlint.graph.numerics import SAVES_OUTPUT, GraphNumerics
 
     numerics = GraphNumerics(gm, lambda node: _location(node, target))
@@ -280,6 +330,8 @@ def _module_of(node: torch.fx.Node, modules) -> tuple[str, str]:
         layer = modules.get(str(node.target))
         return str(node.target), type(layer).__name__ if layer is not None else "module"
     if node.op == "call_function":
+        if isinstance(node.target, torch._ops.OpOverload):
+            return "-", f"aten.{node.target.overloadpacket.__name__}"
         return "-", getattr(node.target, "__name__", str(node.target))
     if node.op == "call_method":
         return "-", f".{node.target}()"
