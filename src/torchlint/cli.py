@@ -54,7 +54,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="input as dtype[dims], e.g. 'float32[B, 3, 224, 224]' (repeatable); inferred if absent")
     trace.add_argument("--init", help="constructor expression evaluated in the target's module, e.g. 'Net(d=512)'")
     trace.add_argument("--init-kwargs", help="JSON keyword arguments for the constructor, e.g. '{\"d\": 512}'")
-    trace.add_argument("--output-format", choices=("text", "json"), default="text")
+    trace.add_argument("--output-format", choices=("text", "json", "sarif", "github"), default="text",
+                       help="text/json: the per-layer table and findings; sarif/github: the findings")
+    trace.add_argument("-o", "--output-file", type=Path, help="write the report to this file")
 
     rule = sub.add_parser("rule", help="print a rule's documentation")
     rule.add_argument("code")
@@ -190,8 +192,19 @@ def _trace(args: argparse.Namespace) -> int:
     except TraceInputError as error:
         raise ConfigError(str(error)) from None
     report.findings = _merge_depths(report.findings)
-    render = render_trace_json if args.output_format == "json" else render_trace_text
-    sys.stdout.write(render(report))
+    if args.output_format in ("text", "json"):
+        text = (render_trace_json if args.output_format == "json" else render_trace_text)(report)
+    else:
+        from torchlint.report import FORMATS
+
+        text = FORMATS[args.output_format](report.findings, root=os.getcwd())
+    if args.output_file is not None:
+        try:
+            args.output_file.write_text(text, encoding="utf-8")
+        except OSError as error:
+            raise ConfigError(f"cannot write {args.output_file}: {error.strerror}") from None
+    else:
+        sys.stdout.write(text)
     return EXIT_FINDINGS if report.findings else EXIT_OK
 
 

@@ -231,6 +231,7 @@ def propagate(target: Target, gm: torch.fx.GraphModule, inputs: list[InputSpec])
 
         def run_node(self, node: torch.fx.Node):
             pinned_before = _pinned(shape_env, symbols)
+            guards_before = len(shape_env.guards)
             try:
                 with mode:
                     result = super().run_node(node)
@@ -239,7 +240,8 @@ def propagate(target: Target, gm: torch.fx.GraphModule, inputs: list[InputSpec])
             node.meta["fake"] = result
             for symbol, value in _pinned(shape_env, symbols).items():
                 if symbol not in pinned_before:
-                    report.findings.append(_specialization(node, symbol, value, target, modules))
+                    guards = [symbols.text(str(g.expr)) for g in shape_env.guards[guards_before:]]
+                    report.findings.append(_specialization(node, symbol, value, target, modules, guards))
             report.rows.append(_row(node, result, modules, symbols, target.source))
             return result
 
@@ -386,10 +388,11 @@ def _mismatch(node, error: Exception, target: Target, modules, symbols: _Symbols
     return _finding(SHAPE_MISMATCH, f"{label}: {what}: {detail}", file, line)
 
 
-def _specialization(node, symbol: str, value: int, target: Target, modules) -> Finding:
+def _specialization(node, symbol: str, value: int, target: Target, modules, guards: list[str]) -> Finding:
     module, op = _module_of(node, modules)
     label = f"{module} ({op})" if module != "-" else op
     file, line = _location(node, target)
+    guard = f" (guard: {guards[0]})" if guards else ""
     return _finding(SHAPE_SPECIALIZATION,
-                    f"{label} only works for {symbol} = {value}: this node pins the symbolic dimension "
+                    f"{label} only works for {symbol} = {value}{guard}: this node pins the symbolic dimension "
                     f"{symbol} to a constant, so any other {symbol} fails at run time", file, line)
