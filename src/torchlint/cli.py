@@ -123,16 +123,21 @@ def _check(args: argparse.Namespace) -> int:
         findings, statistics=args.statistics, color=to_terminal and not os.environ.get("NO_COLOR"),
         root=str(settings.root if settings.source else Path.cwd()),
     )
-    if args.output_file is not None:
-        try:
-            args.output_file.write_text(report, encoding="utf-8")
-        except OSError as error:
-            raise ConfigError(f"cannot write {args.output_file}: {error.strerror}") from None
-    else:
-        sys.stdout.write(report)
+    _emit(report, args.output_file)
     if findings and not args.exit_zero:
         return EXIT_FINDINGS
     return EXIT_OK
+
+
+def _emit(text: str, output_file: Path | None) -> None:
+    """The report goes to -o FILE when given, else to stdout."""
+    if output_file is None:
+        sys.stdout.write(text)
+        return
+    try:
+        output_file.write_text(text, encoding="utf-8")
+    except OSError as error:
+        raise ConfigError(f"cannot write {output_file}: {error.strerror}") from None
 
 
 def _apply_fixes(results, settings: Settings, args: argparse.Namespace) -> int:
@@ -198,13 +203,7 @@ def _trace(args: argparse.Namespace) -> int:
         from torchlint.report import FORMATS
 
         text = FORMATS[args.output_format](report.findings, root=os.getcwd())
-    if args.output_file is not None:
-        try:
-            args.output_file.write_text(text, encoding="utf-8")
-        except OSError as error:
-            raise ConfigError(f"cannot write {args.output_file}: {error.strerror}") from None
-    else:
-        sys.stdout.write(text)
+    _emit(text, args.output_file)
     return EXIT_FINDINGS if report.findings else EXIT_OK
 
 
