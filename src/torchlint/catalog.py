@@ -42,9 +42,10 @@ ENGINE_RULES = (SYNTAX_ERROR, UNREADABLE_FILE)
 def all_rules() -> list[RuleInfo]:
     """Every rule of every depth, sorted by code."""
     from torchlint.graph.catalog import GRAPH_RULES
+    from torchlint.runtime.catalog import RUNTIME_RULES
     from torchlint.static.rules import STATIC_RULES
 
-    infos = list(ENGINE_RULES) + [rule.info for rule in STATIC_RULES] + list(GRAPH_RULES)
+    infos = list(ENGINE_RULES) + [rule.info for rule in STATIC_RULES] + list(GRAPH_RULES) + list(RUNTIME_RULES)
     return sorted(infos, key=lambda r: r.code)
 
 

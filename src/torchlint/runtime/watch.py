@@ -1,0 +1,221 @@
+"""`with torchlint.watch(model, optimizer):` cheap per-step checks, slow path only when one fires.
+
+Cheap path, every step: each module's output contributes one float32 sum (its finiteness says
+whether the output holds a NaN/Inf); gradients get one foreach norm; the step boundary is the
+optimizer's step pre-hook. All of it is read with a single device sync per step. Gradient norms at
+module outputs and inputs are kept as tensors and read only when something fires.
+
+Slow path, for the failing step only: the first module (in completion order) whose output is not
+finite, or the module that amplifies the gradient most, is re-run on its saved input under a
+TorchFunctionMode that records every op and its source line, which names the op.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+from torchlint.runtime.catalog import EXPLODING_GRADIENT, NON_FINITE_FORWARD, NON_FINITE_GRADIENT
+
+_TORCH_ROOT = str(Path(torch.__file__).parent)
+_HERE = str(Path(__file__).resolve().parents[1])
+
+
+@dataclass
+class Event:
+    code: str
+    name: str
+    step: int
+    message: str
+    module: str | None = None
+    op: str | None = None
+    file: str | None = None
+    line: int | None = None
+    confirmed: list = field(default_factory=list)  # static findings at the same line
+
+
+def _user_frame() -> tuple[str | None, int | None]:
+    for frame in reversed(traceback.extract_stack()):
+        if not frame.filename.startswith(_TORCH_ROOT) and not frame.filename.startswith(_HERE) \
+                and "contextlib" not in frame.filename:
+            return frame.filename, frame.lineno
+    return None, None
+
+
+class _OpRecorder(TorchFunctionMode):
+    """Records each torch op run inside it: name, output tensor, inputs, the user's source line."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[tuple[str, torch.Tensor, list[torch.Tensor], str | None, int | None]] = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        result = func(*args, **(kwargs or {}))
+        name = getattr(func, "__name__", str(func))
+        if isinstance(result, torch.Tensor) and not name.startswith("__get") and name not in ("detach", "size", "dim"):
+            inputs = [a for a in args if isinstance(a, torch.Tensor)]
+            file, line = _user_frame()
+            self.records.append((name, result, inputs, file, line))
+        return result
+
+
+class Watch:
+    """Watch a model and its optimizer; `events` holds what fired (the first problem by default)."""
+
+    def __init__(self, model: torch.nn.Module, optimizer: torch.optim.Optimizer, explode_factor: float = 1e3,
+                 warmup: int = 5, stop_at_first: bool = True) -> None:
+        self.model = model
+        self.optimizer = optimizer
+        self.explode_factor = explode_factor
+        self.warmup = warmup
+        self.stop_at_first = stop_at_first
+        self.step = 0
+        self.events: list[Event] = []
+        self.norm_history: list[float] = []
+        self._sums: list[tuple[str, torch.Tensor]] = []
+        self._inputs: dict[str, tuple] = {}
+        self._grad_out: dict[str, torch.Tensor] = {}
+        self._grad_in: dict[str, torch.Tensor] = {}
+        self._handles: list = []
+        self._replaying = False
+
+    # -- installation ------------------------------------------------------------------
+    def __enter__(self) -> Watch:
+        for name, module in self.model.named_modules():
+            self._handles.append(module.register_forward_hook(self._forward_hook(name or "<model>")))
+        self._handles.append(self.optimizer.register_step_pre_hook(self._before_step))
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for handle in self._handles:
+            handle.remove()
+        self._handles.clear()
+
+    def _forward_hook(self, name: str):
+        def hook(module, args, output):
+            if self._replaying:
+                return
+            out = output if isinstance(output, torch.Tensor) else next(
+                (o for o in (output if isinstance(output, (tuple, list)) else ()) if isinstance(o, torch.Tensor)), None)
+            if out is None or not out.is_floating_point():
+                return
+            self._sums.append((name, out.detach().float().sum()))
+            self._inputs[name] = args
+            if out.requires_grad:
+                out.register_hook(lambda grad, n=name: self._grad_out.__setitem__(n, grad))
+            first = args[0] if args and isinstance(args[0], torch.Tensor) else None
+            if first is not None and first.requires_grad:
+                first.register_hook(lambda grad, n=name: self._grad_in.__setitem__(n, grad))
+        return hook
+
+    # -- the cheap check, once per step ------------------------------------------------------
+    def _before_step(self, optimizer, args, kwargs) -> None:
+        self.step += 1
+        grads = [p.grad for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
+        sums = torch.stack([s for _, s in self._sums]) if self._sums else torch.zeros(1)
+        norms = torch._foreach_norm(grads) if grads else [torch.zeros(())]
+        total = torch.linalg.vector_norm(torch.stack([n.float() for n in norms]))
+        forward_ok, grad_norm = torch.stack([torch.isfinite(sums).all().float(), total.float()]).tolist()  # one sync
+        try:
+            if not forward_ok:
+                self._forward_event(sums)
+            elif not torch.isfinite(torch.tensor(grad_norm)):
+                self._record(Event(NON_FINITE_GRADIENT.code, NON_FINITE_GRADIENT.name, self.step,
+                                   f"step {self.step}: gradient norm is {grad_norm} (non-finite)"))
+            elif len(self.norm_history) >= self.warmup and \
+                    grad_norm > self.explode_factor * statistics.median(self.norm_history[-50:]):
+                self._explosion_event(grad_norm, statistics.median(self.norm_history[-50:]))
+            else:
+                self.norm_history.append(grad_norm)
+        finally:
+            self._sums.clear()
+            self._inputs.clear()
+            self._grad_out.clear()
+            self._grad_in.clear()
+
+    def _record(self, event: Event) -> None:
+        if self.stop_at_first and self.events:
+            return
+        from torchlint.runtime.confirm import confirm
+
+        confirm(event)
+        self.events.append(event)
+
+    # -- slow paths: name the module and the op ----------------------------------------------------
+    def _forward_event(self, sums: torch.Tensor) -> None:
+        finite = torch.isfinite(sums).tolist()
+        name = self._sums[finite.index(False)][0]
+        module = dict(self.model.named_modules()).get("" if name == "<model>" else name)
+        op = file = line = None
+        if module is not None and name in self._inputs:
+            recorder = _OpRecorder()
+            self._replaying = True
+            try:
+                with torch.no_grad(), recorder:
+                    module(*self._inputs[name])
+            finally:
+                self._replaying = False
+            for op_name, out, inputs, op_file, op_line in recorder.records:
+                if not torch.isfinite(out).all() and all(torch.isfinite(i).all() for i in inputs if i.is_floating_point()):
+                    op, file, line = op_name, op_file, op_line
+                    break
+        where = f"`{name}`" + (f", op torch.{op} at {os.path.basename(file)}:{line}" if op else "")
+        self._record(Event(NON_FINITE_FORWARD.code, NON_FINITE_FORWARD.name, self.step,
+                           f"step {self.step}: first non-finite output in {where}", name, op, file, line))
+
+    def _explosion_event(self, grad_norm: float, median: float) -> None:
+        amplification = {}
+        for name, grad_in in self._grad_in.items():
+            grad_out = self._grad_out.get(name)
+            if grad_out is not None:
+                amplification[name] = (grad_in.norm() / grad_out.norm().clamp_min(1e-30)).item()
+        name = max(amplification, key=amplification.get) if amplification else None
+        op = file = line = None
+        if name is not None and name in self._inputs and name in self._grad_out:
+            op, file, line = self._amplifying_op(name)
+        where = f" in `{name}`" + (f", op torch.{op} at {os.path.basename(file)}:{line}" if op else "") if name else ""
+        self._record(Event(EXPLODING_GRADIENT.code, EXPLODING_GRADIENT.name, self.step,
+                           f"step {self.step}: gradient norm {grad_norm:.3g} is {grad_norm / median:.3g}x the "
+                           f"running median {median:.3g}{where}", name, op, file, line))
+
+    def _amplifying_op(self, name: str):
+        """Replay the module with the same upstream gradient; the op whose input gradient is largest
+        relative to its output gradient is the one that blew it up. torch.autograd.grad leaves the
+        parameters' .grad untouched: the real step is about to use them."""
+        module = dict(self.model.named_modules())[name]
+        args = [a.detach().requires_grad_(True) if isinstance(a, torch.Tensor) and a.is_floating_point() else a
+                for a in self._inputs[name]]
+        recorder = _OpRecorder()
+        self._replaying = True
+        try:
+            with torch.enable_grad(), recorder:
+                out = module(*args)
+        finally:
+            self._replaying = False
+        tensors = [a for a in args if isinstance(a, torch.Tensor) and a.requires_grad]
+        tensors += [r for _, r, _, _, _ in recorder.records if r.requires_grad and r is not out]
+        grads = torch.autograd.grad(out, [*tensors, out], grad_outputs=self._grad_out[name], allow_unused=True)
+        by_id = {id(t): g for t, g in zip([*tensors, out], grads, strict=True)}
+        best, best_ratio = (None, None, None), 0.0
+        for op_name, result, inputs, file, line in recorder.records:
+            out_grad = by_id.get(id(result))
+            if out_grad is None or out_grad.norm().item() == 0:
+                continue
+            for tensor in inputs:
+                in_grad = by_id.get(id(tensor))
+                if in_grad is not None:
+                    ratio = in_grad.norm().item() / out_grad.norm().item()
+                    if ratio > best_ratio:
+                        best, best_ratio = (op_name, file, line), ratio
+        return best
+
+
+def watch(model: torch.nn.Module, optimizer: torch.optim.Optimizer, **options) -> Watch:
+    """Use as `with torchlint.watch(model, optimizer) as w: ...`; then read `w.events`."""
+    return Watch(model, optimizer, **options)

@@ -1,0 +1,71 @@
+"""`torchlint.watch`: the cheap per-step checks and the slow path that names module, op and line."""
+
+import pytest
+from conftest import FIXTURES
+
+torch = pytest.importorskip("torch")
+import torchlint  # noqa: E402
+
+
+def _seed_exercise(steps=60):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("nan_hunt_mlp", FIXTURES / "numerics" / "nan_hunt_mlp.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    torch.manual_seed(0)
+    model = module.MLP()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    features, labels = torch.randn(64, 16), torch.randint(0, 4, (64,))
+    with torchlint.watch(model, optimizer) as watcher:
+        for step in range(1, steps):
+            module.STEP = step
+            optimizer.zero_grad()
+            torch.nn.functional.cross_entropy(model(features), labels).backward()
+            optimizer.step()
+    return watcher
+
+
+def test_seed_exercise_step_51_layer2_log_and_static_confirmation():
+    watcher = _seed_exercise()
+    [event] = watcher.events
+    assert (event.code, event.step, event.module, event.op, event.line) == ("TL903", 51, "layer2", "log", 17)
+    assert event.file.endswith("nan_hunt_mlp.py")
+    assert [(f.code, f.line) for f in event.confirmed] == [("TL101", 17)]
+
+
+class LogHead(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        h = self.fc(x)
+        return torch.sqrt(h)  # negative inputs: NaN in the forward pass
+
+
+def test_forward_nan_names_first_module_and_op():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(4, 4), LogHead())
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    with torchlint.watch(model, optimizer) as watcher:
+        optimizer.zero_grad()
+        model(torch.randn(8, 4)).nansum().backward()
+        optimizer.step()
+    [event] = watcher.events
+    assert (event.code, event.step, event.module, event.op) == ("TL901", 1, "1", "sqrt")
+    assert event.file == __file__ and event.line == LogHead.forward.__code__.co_firstlineno + 2
+
+
+def test_healthy_training_reports_nothing_and_hooks_are_removed():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1))
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    x, y = torch.randn(32, 8), torch.randn(32, 1)
+    with torchlint.watch(model, optimizer) as watcher:
+        for _ in range(30):
+            optimizer.zero_grad()
+            torch.nn.functional.mse_loss(model(x), y).backward()
+            optimizer.step()
+    assert watcher.events == [] and watcher.step == 30
+    assert all(not m._forward_hooks for m in model.modules())
