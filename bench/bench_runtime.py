@@ -1,0 +1,79 @@
+"""Runtime overhead, one run, same model: plain step vs `torchlint.watch` vs detect_anomaly per step.
+
+Model: 8 x Linear(1024, 1024) with ReLU, batch 256, SGD. Rounds are interleaved and the best
+of each kind is kept. CUDA is used when available (`--device cuda`), CPU otherwise.
+
+    python bench/bench_runtime.py [--steps 20] [--rounds 3] [--device auto|cpu|cuda]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import torch
+
+import torchlint
+
+
+def make(device):
+    torch.manual_seed(0)
+    layers = []
+    for _ in range(8):
+        layers += [torch.nn.Linear(1024, 1024), torch.nn.ReLU()]
+    model = torch.nn.Sequential(*layers).to(device)
+    return model, torch.optim.SGD(model.parameters(), lr=1e-3)
+
+
+def steps(model, optimizer, x, y, n):
+    for _ in range(n):
+        optimizer.zero_grad()
+        torch.nn.functional.mse_loss(model(x), y).backward()
+        optimizer.step()
+
+
+def timed(device, fn) -> float:
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    start = time.perf_counter()
+    fn()
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--device", default="auto")
+    args = parser.parse_args()
+    device = torch.device("cuda" if args.device == "auto" and torch.cuda.is_available() else
+                          ("cpu" if args.device == "auto" else args.device))
+    model, optimizer = make(device)
+    x, y = torch.randn(256, 1024, device=device), torch.randn(256, 1024, device=device)
+    steps(model, optimizer, x, y, 3)  # warm-up
+
+    def plain():
+        steps(model, optimizer, x, y, args.steps)
+
+    def watched():
+        with torchlint.watch(model, optimizer):
+            steps(model, optimizer, x, y, args.steps)
+
+    def anomaly():
+        with torch.autograd.detect_anomaly(check_nan=True):
+            steps(model, optimizer, x, y, args.steps)
+
+    best = {"plain": float("inf"), "torchlint.watch": float("inf"), "detect_anomaly": float("inf")}
+    for _ in range(args.rounds):
+        for name, fn in (("plain", plain), ("torchlint.watch", watched), ("detect_anomaly", anomaly)):
+            best[name] = min(best[name], timed(device, fn))
+    per_step = {name: seconds / args.steps for name, seconds in best.items()}
+    print(f"device {device}, {args.steps} steps x best of {args.rounds}, 8 x Linear(1024, 1024), batch 256")
+    for name, seconds in per_step.items():
+        print(f"  {name:<16} {seconds * 1000:8.2f} ms/step   {seconds / per_step['plain']:.3f}x plain")
+
+
+if __name__ == "__main__":
+    main()
