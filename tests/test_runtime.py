@@ -69,3 +69,22 @@ def test_healthy_training_reports_nothing_and_hooks_are_removed():
             optimizer.step()
     assert watcher.events == [] and watcher.step == 30
     assert all(not m._forward_hooks for m in model.modules())
+
+
+def test_run_command_names_the_nan_op(capsys):
+    from torchlint.cli import main
+
+    code = main(["run", str(FIXTURES / "models" / "sqrt_head.py:SqrtHead"), "--steps", "20"])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "sqrt_head.py:15: TL901 non-finite-forward: step 1: first non-finite output in `<model>`, op torch.sqrt" in out
+
+
+def test_run_command_healthy_model_and_bad_input(capsys):
+    from torchlint.cli import main
+
+    assert main(["run", str(FIXTURES / "models" / "mlp.py:MLP"), "--steps", "30", "--loss", "ce"]) == 0
+    assert "No NaN/Inf or exploding gradient in 30 steps." in capsys.readouterr().out
+    assert main(["run", str(FIXTURES / "models" / "mlp.py:MLP"), "--input", "float32[B, 11]"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("torchlint: error: running") and len(err.strip().splitlines()) == 1

@@ -11,7 +11,7 @@ from torchlint import __version__
 from torchlint.catalog import all_rules, rule_doc, rules_by_code
 from torchlint.config import ConfigError, Settings, load_settings
 
-COMMANDS = ("check", "rule", "rules", "trace")
+COMMANDS = ("check", "rule", "rules", "trace", "run")
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
 
@@ -58,6 +58,18 @@ def build_parser() -> argparse.ArgumentParser:
                        help="text/json: the per-layer table and findings; sarif/github: the findings")
     trace.add_argument("-o", "--output-file", type=Path, help="write the report to this file")
 
+    run = sub.add_parser("run", help="train a model for a few steps on synthetic data, watching for NaN/Inf")
+    run.add_argument("target", help="model.py:Net, package.module:Net, or a factory function")
+    run.add_argument("--input", action="append", default=[], metavar="SPEC", help="as for trace; B is 8, other names 16")
+    run.add_argument("--init", help="constructor expression, as for trace")
+    run.add_argument("--init-kwargs", help="JSON constructor keyword arguments, as for trace")
+    run.add_argument("--steps", type=int, default=100)
+    run.add_argument("--loss", choices=("mse", "ce"), default="mse", help="against synthetic targets")
+    run.add_argument("--optimizer", choices=("sgd", "adam"), default="sgd")
+    run.add_argument("--lr", type=float)
+    run.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
+    run.add_argument("--explode-factor", type=float, default=1e3, help="TL903 when the grad norm exceeds this x its median")
+
     rule = sub.add_parser("rule", help="print a rule's documentation")
     rule.add_argument("code")
     sub.add_parser("rules", help="list the rule catalog")
@@ -76,6 +88,8 @@ def main(argv: list[str] | None = None) -> int:
             return _show_rule(args.code)
         if args.command == "trace":
             return _trace(args)
+        if args.command == "run":
+            return _run(args)
         return _check(args)
     except ConfigError as error:
         print(f"torchlint: error: {error}", file=sys.stderr)
@@ -205,6 +219,37 @@ def _trace(args: argparse.Namespace) -> int:
         text = FORMATS[args.output_format](report.findings, root=os.getcwd())
     _emit(text, args.output_file)
     return EXIT_FINDINGS if report.findings else EXIT_OK
+
+
+def _run(args: argparse.Namespace) -> int:
+    try:
+        import torch
+    except ImportError:
+        raise ConfigError("torchlint run needs torch: pip install 'torchlint[torch]'") from None
+    from torchlint.graph.errors import TraceInputError
+    from torchlint.graph.inputs import parse_input
+    from torchlint.graph.shapes import infer_inputs
+    from torchlint.graph.target import load_target
+    from torchlint.runtime.run import render_run, run_model
+
+    if args.steps < 1:
+        raise ConfigError("--steps must be at least 1")
+    if args.device == "cuda" and not torch.cuda.is_available():
+        raise ConfigError("--device cuda: no CUDA device is available")
+    try:
+        specs = [parse_input(text) for text in args.input]
+        target = load_target(args.target, args.init, args.init_kwargs, on_meta=False)
+        if not specs:
+            specs, assumed = infer_inputs(target.model)
+            target.notes.append(f"no --input given; assumed {assumed}")
+        report = run_model(target, specs, args.steps, args.loss, args.optimizer, args.lr, args.device,
+                           args.explode_factor)
+    except TraceInputError as error:
+        raise ConfigError(str(error)) from None
+    except RuntimeError as error:  # the model itself fails on the synthetic data
+        raise ConfigError(f"running {args.target} failed: {' '.join(str(error).split())[:200]}") from None
+    sys.stdout.write(render_run(report))
+    return EXIT_FINDINGS if report.events else EXIT_OK
 
 
 def _merge_depths(graph_findings):

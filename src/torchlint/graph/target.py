@@ -70,8 +70,9 @@ def _kwargs(init_kwargs: str | None) -> dict[str, Any]:
     return value
 
 
-def load_target(spec: str, init: str | None = None, init_kwargs: str | None = None) -> Target:
-    """`spec` is FILE.py:NAME or package.module:NAME; NAME is an nn.Module class or a factory."""
+def load_target(spec: str, init: str | None = None, init_kwargs: str | None = None, on_meta: bool = True) -> Target:
+    """`spec` is FILE.py:NAME or package.module:NAME; NAME is an nn.Module class or a factory.
+    Built on the meta device (no memory) unless on_meta is False (`run` needs real weights)."""
     if ":" not in spec:
         raise TraceInputError(f"target {spec!r} must look like model.py:Net or package.module:Net")
     module_part, _, name = spec.rpartition(":")
@@ -96,9 +97,12 @@ def load_target(spec: str, init: str | None = None, init_kwargs: str | None = No
         return factory(**_kwargs(init_kwargs))
 
     notes: list[str] = []
-    device = "meta"
+    device = "meta" if on_meta else "cpu"
     try:
-        with torch.device("meta"):
+        if on_meta:
+            with torch.device("meta"):
+                model = build()
+        else:
             model = build()
     except TraceInputError:
         raise
@@ -109,8 +113,9 @@ def load_target(spec: str, init: str | None = None, init_kwargs: str | None = No
             raise
         except Exception as error:
             raise TraceInputError(f"constructing {name} failed: {_one_line(error)}") from None
-        device = "cpu"
-        notes.append(f"the constructor could not run on the meta device ({_one_line(meta_error)}); built on CPU")
+        if on_meta:
+            device = "cpu"
+            notes.append(f"the constructor could not run on the meta device ({_one_line(meta_error)}); built on CPU")
     if not isinstance(model, torch.nn.Module):
         raise TraceInputError(f"{name}(...) returned {type(model).__name__}, not an nn.Module")
     model.eval()
