@@ -88,3 +88,43 @@ def test_run_command_healthy_model_and_bad_input(capsys):
     assert main(["run", str(FIXTURES / "models" / "mlp.py:MLP"), "--input", "float32[B, 11]"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("torchlint: error: running") and len(err.strip().splitlines()) == 1
+
+
+def test_run_unchanged_script_reports_the_seed_exercise(capsys):
+    from torchlint.cli import main
+
+    code = main(["run", str(FIXTURES / "numerics" / "nan_hunt_mlp.py")])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "nan_hunt_mlp.py: 51 optimizer step(s) watched" in out
+    assert "nan_hunt_mlp.py:17: TL903 exploding-gradient: step 51:" in out and "in `layer2`, op torch.log" in out
+    assert "confirms TL101 unguarded-log (static) at line 17" in out
+
+
+SCRIPT = """
+import sys
+import torch
+model = torch.nn.Linear(4, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.01)
+for step in range(int(sys.argv[1])):
+    opt.zero_grad()
+    model(torch.randn(8, 4)).pow(2).mean().backward()
+    opt.step()
+if sys.argv[2] == "raise":
+    raise ValueError("the script's own bug")
+sys.exit(int(sys.argv[2]))
+"""
+
+
+def test_run_script_arguments_exit_status_and_own_traceback(tmp_path, capsys):
+    from torchlint.cli import main
+
+    script = tmp_path / "train.py"
+    script.write_text(SCRIPT)
+    assert main(["run", str(script), "--", "5", "3"]) == 3
+    assert "train.py: 5 optimizer step(s) watched" in capsys.readouterr().out
+    assert main(["run", str(script), "--", "5", "raise"]) == 1
+    out, err = capsys.readouterr()
+    assert "ValueError: the script's own bug" in err and "5 optimizer step(s) watched" in out
+    assert main(["run", str(script), "--max-steps", "2", "--", "50", "0"]) == 0
+    assert "train.py: 2 optimizer step(s) watched" in capsys.readouterr().out

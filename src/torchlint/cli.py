@@ -58,8 +58,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="text/json: the per-layer table and findings; sarif/github: the findings")
     trace.add_argument("-o", "--output-file", type=Path, help="write the report to this file")
 
-    run = sub.add_parser("run", help="train a model for a few steps on synthetic data, watching for NaN/Inf")
-    run.add_argument("target", help="model.py:Net, package.module:Net, or a factory function")
+    run = sub.add_parser("run", help="run a training script (train.py [-- args]) or train a model class "
+                         "(model.py:Net) for a few steps, watching for NaN/Inf")
+    run.add_argument("target", help="train.py (run unchanged), or model.py:Net / package.module:Net / a factory")
+    run.add_argument("--max-steps", type=int, help="scripts: stop after this many optimizer steps")
     run.add_argument("--input", action="append", default=[], metavar="SPEC", help="as for trace; B is 8, other names 16")
     run.add_argument("--init", help="constructor expression, as for trace")
     run.add_argument("--init-kwargs", help="JSON constructor keyword arguments, as for trace")
@@ -78,10 +80,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    script_args: list[str] = []
+    if "--" in argv:  # `torchlint run train.py -- --epochs 3`: the rest belongs to the script
+        cut = argv.index("--")
+        argv, script_args = argv[:cut], argv[cut + 1:]
     if not argv or (argv[0] not in COMMANDS and argv[0] not in ("-h", "--help", "--version")):
         argv.insert(0, "check")
     try:
         args = build_parser().parse_args(argv)
+        args.script_args = script_args
         if args.command == "rules":
             return _list_rules()
         if args.command == "rule":
@@ -234,6 +241,8 @@ def _run(args: argparse.Namespace) -> int:
 
     if args.steps < 1:
         raise ConfigError("--steps must be at least 1")
+    if ":" not in args.target and args.target.endswith(".py"):
+        return _run_script(args)
     if args.device == "cuda" and not torch.cuda.is_available():
         raise ConfigError("--device cuda: no CUDA device is available")
     try:
@@ -250,6 +259,18 @@ def _run(args: argparse.Namespace) -> int:
         raise ConfigError(f"running {args.target} failed: {' '.join(str(error).split())[:200]}") from None
     sys.stdout.write(render_run(report))
     return EXIT_FINDINGS if report.events else EXIT_OK
+
+
+def _run_script(args: argparse.Namespace) -> int:
+    from torchlint.runtime.run import render_run
+    from torchlint.runtime.script import run_script
+
+    if not os.path.isfile(args.target):
+        raise ConfigError(f"file not found: {args.target}")
+    report, status = run_script(args.target, args.script_args, args.max_steps, args.explode_factor)
+    sys.stdout.flush()
+    sys.stdout.write(render_run(report))
+    return EXIT_FINDINGS if report.events else status
 
 
 def _merge_depths(graph_findings):

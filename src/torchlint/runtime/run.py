@@ -83,8 +83,11 @@ def _display(path: str) -> str:
 
 
 def render_run(report: RunReport) -> str:
-    out = [f"{report.target}: {report.steps} step(s) on {report.device}, synthetic inputs "
-           f"{', '.join(report.inputs)}"]
+    if report.device == "process":
+        out = [f"{report.target}: {report.steps} optimizer step(s) watched"]
+    else:
+        out = [f"{report.target}: {report.steps} step(s) on {report.device}, synthetic inputs "
+               f"{', '.join(report.inputs)}"]
     out.extend(f"note: {note}" for note in report.notes)
     if report.losses:
         out.append(f"loss: first {report.losses[0]:.4g}, last {report.losses[-1]:.4g}")

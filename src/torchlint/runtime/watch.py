@@ -65,11 +65,16 @@ class _OpRecorder(TorchFunctionMode):
         return result
 
 
+class StopRun(Exception):
+    """Raised from the step hook to stop a watched script at its first problem or at --max-steps."""
+
+
 class Watch:
     """Watch a model and its optimizer; `events` holds what fired (the first problem by default)."""
 
-    def __init__(self, model: torch.nn.Module, optimizer: torch.optim.Optimizer, explode_factor: float = 1e3,
-                 warmup: int = 5, stop_at_first: bool = True) -> None:
+    def __init__(self, model: torch.nn.Module | None, optimizer: torch.optim.Optimizer | None,
+                 explode_factor: float = 1e3, warmup: int = 5, stop_at_first: bool = True,
+                 max_steps: int | None = None) -> None:
         self.model = model
         self.optimizer = optimizer
         self.explode_factor = explode_factor
@@ -78,17 +83,26 @@ class Watch:
         self.step = 0
         self.events: list[Event] = []
         self.norm_history: list[float] = []
-        self._sums: list[tuple[str, torch.Tensor]] = []
-        self._inputs: dict[str, tuple] = {}
-        self._grad_out: dict[str, torch.Tensor] = {}
-        self._grad_in: dict[str, torch.Tensor] = {}
+        self.max_steps = max_steps
+        # keyed by module object: names are resolved only on the slow path
+        self._sums: list[tuple[torch.nn.Module, torch.Tensor]] = []
+        self._inputs: dict[torch.nn.Module, tuple] = {}
+        self._grad_out: dict[torch.nn.Module, torch.Tensor] = {}
+        self._grad_in: dict[torch.nn.Module, torch.Tensor] = {}
         self._handles: list = []
         self._replaying = False
 
     # -- installation ------------------------------------------------------------------
     def __enter__(self) -> Watch:
-        for name, module in self.model.named_modules():
-            self._handles.append(module.register_forward_hook(self._forward_hook(name or "<model>")))
+        if self.model is None:  # process-wide: every module and every optimizer of the program
+            from torch.nn.modules.module import register_module_forward_hook
+            from torch.optim.optimizer import register_optimizer_step_pre_hook
+
+            self._handles.append(register_module_forward_hook(self._on_forward))
+            self._handles.append(register_optimizer_step_pre_hook(self._before_step))
+            return self
+        for module in self.model.modules():
+            self._handles.append(module.register_forward_hook(self._on_forward))
         self._handles.append(self.optimizer.register_step_pre_hook(self._before_step))
         return self
 
@@ -97,22 +111,29 @@ class Watch:
             handle.remove()
         self._handles.clear()
 
-    def _forward_hook(self, name: str):
-        def hook(module, args, output):
-            if self._replaying:
-                return
-            out = output if isinstance(output, torch.Tensor) else next(
-                (o for o in (output if isinstance(output, (tuple, list)) else ()) if isinstance(o, torch.Tensor)), None)
-            if out is None or not out.is_floating_point():
-                return
-            self._sums.append((name, out.detach().float().sum()))
-            self._inputs[name] = args
-            if out.requires_grad:
-                out.register_hook(lambda grad, n=name: self._grad_out.__setitem__(n, grad))
-            first = args[0] if args and isinstance(args[0], torch.Tensor) else None
-            if first is not None and first.requires_grad:
-                first.register_hook(lambda grad, n=name: self._grad_in.__setitem__(n, grad))
-        return hook
+    def _on_forward(self, module, args, output) -> None:
+        if self._replaying:
+            return
+        out = output if isinstance(output, torch.Tensor) else next(
+            (o for o in (output if isinstance(output, (tuple, list)) else ()) if isinstance(o, torch.Tensor)), None)
+        if out is None or not out.is_floating_point():
+            return
+        self._sums.append((module, out.detach().float().sum()))
+        self._inputs[module] = args
+        if out.requires_grad:
+            out.register_hook(lambda grad, m=module: self._grad_out.__setitem__(m, grad))
+        first = args[0] if args and isinstance(args[0], torch.Tensor) else None
+        if first is not None and first.requires_grad:
+            first.register_hook(lambda grad, m=module: self._grad_in.__setitem__(m, grad))
+
+    def _name_of(self, module: torch.nn.Module) -> str:
+        """Its path in the watched model, or in the outermost module seen this step that contains it."""
+        roots = [self.model] if self.model is not None else [m for m, _ in reversed(self._sums)]
+        for root in roots:
+            for name, sub in root.named_modules():
+                if sub is module:
+                    return name or ("<model>" if self.model is not None else type(root).__name__)
+        return type(module).__name__
 
     # -- the cheap check, once per step ------------------------------------------------------
     def _before_step(self, optimizer, args, kwargs) -> None:
@@ -133,6 +154,10 @@ class Watch:
                 self._explosion_event(grad_norm, statistics.median(self.norm_history[-50:]))
             else:
                 self.norm_history.append(grad_norm)
+            if self.events and self.stop_at_first and self.model is None:
+                raise StopRun()
+            if self.max_steps is not None and self.step >= self.max_steps:
+                raise StopRun()
         finally:
             self._sums.clear()
             self._inputs.clear()
@@ -150,15 +175,15 @@ class Watch:
     # -- slow paths: name the module and the op ----------------------------------------------------
     def _forward_event(self, sums: torch.Tensor) -> None:
         finite = torch.isfinite(sums).tolist()
-        name = self._sums[finite.index(False)][0]
-        module = dict(self.model.named_modules()).get("" if name == "<model>" else name)
+        module = self._sums[finite.index(False)][0]
+        name = self._name_of(module)
         op = file = line = None
-        if module is not None and name in self._inputs:
+        if module in self._inputs:
             recorder = _OpRecorder()
             self._replaying = True
             try:
                 with torch.no_grad(), recorder:
-                    module(*self._inputs[name])
+                    module(*self._inputs[module])
             finally:
                 self._replaying = False
             for op_name, out, inputs, op_file, op_line in recorder.records:
@@ -171,26 +196,26 @@ class Watch:
 
     def _explosion_event(self, grad_norm: float, median: float) -> None:
         amplification = {}
-        for name, grad_in in self._grad_in.items():
-            grad_out = self._grad_out.get(name)
+        for module, grad_in in self._grad_in.items():
+            grad_out = self._grad_out.get(module)
             if grad_out is not None:
-                amplification[name] = (grad_in.norm() / grad_out.norm().clamp_min(1e-30)).item()
-        name = max(amplification, key=amplification.get) if amplification else None
+                amplification[module] = (grad_in.norm() / grad_out.norm().clamp_min(1e-30)).item()
+        module = max(amplification, key=amplification.get) if amplification else None
+        name = self._name_of(module) if module is not None else None
         op = file = line = None
-        if name is not None and name in self._inputs and name in self._grad_out:
-            op, file, line = self._amplifying_op(name)
+        if module is not None and module in self._inputs and module in self._grad_out:
+            op, file, line = self._amplifying_op(module)
         where = f" in `{name}`" + (f", op torch.{op} at {os.path.basename(file)}:{line}" if op else "") if name else ""
         self._record(Event(EXPLODING_GRADIENT.code, EXPLODING_GRADIENT.name, self.step,
                            f"step {self.step}: gradient norm {grad_norm:.3g} is {grad_norm / median:.3g}x the "
                            f"running median {median:.3g}{where}", name, op, file, line))
 
-    def _amplifying_op(self, name: str):
+    def _amplifying_op(self, module: torch.nn.Module):
         """Replay the module with the same upstream gradient; the op whose input gradient is largest
         relative to its output gradient is the one that blew it up. torch.autograd.grad leaves the
         parameters' .grad untouched: the real step is about to use them."""
-        module = dict(self.model.named_modules())[name]
         args = [a.detach().requires_grad_(True) if isinstance(a, torch.Tensor) and a.is_floating_point() else a
-                for a in self._inputs[name]]
+                for a in self._inputs[module]]
         recorder = _OpRecorder()
         self._replaying = True
         try:
@@ -200,7 +225,7 @@ class Watch:
             self._replaying = False
         tensors = [a for a in args if isinstance(a, torch.Tensor) and a.requires_grad]
         tensors += [r for _, r, _, _, _ in recorder.records if r.requires_grad and r is not out]
-        grads = torch.autograd.grad(out, [*tensors, out], grad_outputs=self._grad_out[name], allow_unused=True)
+        grads = torch.autograd.grad(out, [*tensors, out], grad_outputs=self._grad_out[module], allow_unused=True)
         by_id = {id(t): g for t, g in zip([*tensors, out], grads, strict=True)}
         best, best_ratio = (None, None, None), 0.0
         for op_name, result, inputs, file, line in recorder.records:
