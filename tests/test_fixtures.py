@@ -45,6 +45,7 @@ EXPECTED = {
     **{f"models/{name}.py": set() for name in ("mlp", "mlp_shape_bug", "cnn_bad_flatten", "attention",
                                                "batch_specialized", "data_dependent", "lstm_tagger", "llama",
                                                "sqrt_head")},
+    "models/distance_head.py": {("TL105", 17)},
     "models/log_sigmoid.py": {("TL106", 13), ("TL102", 15)},
     "models/inplace_gate.py": {("TL203", 14)},
     "models/shape_branch.py": {("TL102", 15)},

@@ -128,3 +128,13 @@ def test_run_script_arguments_exit_status_and_own_traceback(tmp_path, capsys):
     assert "ValueError: the script's own bug" in err and "5 optimizer step(s) watched" in out
     assert main(["run", str(script), "--max-steps", "2", "--", "50", "0"]) == 0
     assert "train.py: 2 optimizer step(s) watched" in capsys.readouterr().out
+
+
+def test_backward_only_nan_replayed_under_anomaly_detection(capsys):
+    from torchlint.cli import main
+
+    code = main(["run", str(FIXTURES / "models" / "distance_head.py:Siamese"), "--steps", "5"])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "distance_head.py:17: TL902 non-finite-gradient: step 1: gradient norm is nan with a finite forward pass" in out
+    assert "confirms TL105 unguarded-sqrt (static) at line 17" in out

@@ -147,8 +147,7 @@ class Watch:
             if not forward_ok:
                 self._forward_event(sums)
             elif not torch.isfinite(torch.tensor(grad_norm)):
-                self._record(Event(NON_FINITE_GRADIENT.code, NON_FINITE_GRADIENT.name, self.step,
-                                   f"step {self.step}: gradient norm is {grad_norm} (non-finite)"))
+                self._gradient_event(grad_norm)
             elif len(self.norm_history) >= self.warmup and \
                     grad_norm > self.explode_factor * statistics.median(self.norm_history[-50:]):
                 self._explosion_event(grad_norm, statistics.median(self.norm_history[-50:]))
@@ -193,6 +192,44 @@ class Watch:
         where = f"`{name}`" + (f", op torch.{op} at {os.path.basename(file)}:{line}" if op else "")
         self._record(Event(NON_FINITE_FORWARD.code, NON_FINITE_FORWARD.name, self.step,
                            f"step {self.step}: first non-finite output in {where}", name, op, file, line))
+
+    def _gradient_event(self, grad_norm: float) -> None:
+        """Finite forward, non-finite gradient (sqrt or norm at 0...): replay this step's backward
+        under anomaly detection. The parameters have not been updated yet, so no snapshot is needed."""
+        backward = file = line = None
+        root = self._sums[-1][0] if self._sums else None  # the outermost module completes last
+        if root is not None and root in self._inputs and root in self._grad_out \
+                and torch.isfinite(self._grad_out[root]).all():
+            backward, file, line = self._anomaly_replay(root)
+        where = f": {backward} at {os.path.basename(file)}:{line}" if backward else ""
+        self._record(Event(NON_FINITE_GRADIENT.code, NON_FINITE_GRADIENT.name, self.step,
+                           f"step {self.step}: gradient norm is {grad_norm} with a finite forward pass{where}",
+                           self._name_of(root) if root is not None else None,
+                           backward.removesuffix("Backward0").lower() if backward else None, file, line))
+
+    def _anomaly_replay(self, root: torch.nn.Module):
+        import re
+        import warnings
+
+        args = [a.detach() if isinstance(a, torch.Tensor) else a for a in self._inputs[root]]
+        params = [p for p in root.parameters() if p.requires_grad]
+        self._replaying = True
+        try:
+            with warnings.catch_warnings(record=True) as caught, torch.autograd.detect_anomaly(check_nan=True):
+                warnings.simplefilter("always")
+                out = root(*args)
+                try:
+                    torch.autograd.grad(out, params, grad_outputs=self._grad_out[root], allow_unused=True)
+                except RuntimeError as error:
+                    function = re.search(r"Function '(\w+)' returned nan", str(error))
+                    frames = "\n".join(str(w.message) for w in caught)
+                    found = [(f, int(n)) for f, n in re.findall(r'File "([^"]+)", line (\d+)', frames)
+                             if not f.startswith(_TORCH_ROOT) and not f.startswith(_HERE)]
+                    file, line = found[-1] if found else (None, None)
+                    return (function.group(1) if function else None), file, line
+        finally:
+            self._replaying = False
+        return None, None, None
 
     def _explosion_event(self, grad_norm: float, median: float) -> None:
         amplification = {}
