@@ -138,3 +138,15 @@ def test_backward_only_nan_replayed_under_anomaly_detection(capsys):
     assert code == 1
     assert "distance_head.py:17: TL902 non-finite-gradient: step 1: gradient norm is nan with a finite forward pass" in out
     assert "confirms TL105 unguarded-sqrt (static) at line 17" in out
+
+
+def test_memory_growth_explained_by_static_finding():
+    import subprocess
+    import sys
+
+    # a fresh process: the resident memory of a long test session moves for unrelated reasons
+    result = subprocess.run([sys.executable, "-m", "torchlint", "run", str(FIXTURES / "training" / "leaky_script.py")],
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "TL904 memory-growth: step " in result.stdout and "MiB per step" in result.stdout
+    assert "explained by TL402 graph-kept-alive (static) at line 19" in result.stdout

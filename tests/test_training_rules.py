@@ -262,6 +262,19 @@ CASES = {
                 history.append(loss)
             return history
         """, {("TL402", 11)}),
+    "predictions kept with their graph in a training loop": ("""
+        import torch
+        import torch.nn as nn
+        model = nn.Linear(4, 2)
+        def train(loader, optimizer):
+            preds = []
+            for x, y in loader:
+                optimizer.zero_grad()
+                out = model(x)
+                ((out - y) ** 2).mean().backward()
+                optimizer.step()
+                preds.append(out)
+        """, {("TL402", 12)}),
     "clean: item, detach, float, no_grad validation": ("""
         import torch
         import torch.nn.functional as F

@@ -16,4 +16,9 @@ EXPLODING_GRADIENT = RuleInfo(
     "The gradient norm jumped far above its running median, before it turns into NaN (runtime).",
     tags=("runtime", "nan"), precision="high",
 )
-RUNTIME_RULES = (NON_FINITE_FORWARD, NON_FINITE_GRADIENT, EXPLODING_GRADIENT)
+MEMORY_GROWTH = RuleInfo(
+    "TL904", "memory-growth", "warning",
+    "Memory grows step after step: something keeps every iteration alive (runtime; see TL402).",
+    tags=("runtime", "memory"), precision="medium",
+)
+RUNTIME_RULES = (NON_FINITE_FORWARD, NON_FINITE_GRADIENT, EXPLODING_GRADIENT, MEMORY_GROWTH)

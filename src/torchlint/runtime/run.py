@@ -95,7 +95,8 @@ def render_run(report: RunReport) -> str:
         where = f"{_display(event.file)}:{event.line}: " if event.file else ""
         out.append(f"{where}{event.code} {event.name}: {event.message}")
         for finding in event.confirmed:
-            out.append(f"  confirms {finding.code} {finding.name} (static) at line {finding.line}: {finding.message}")
+            verb = "explained by" if event.code == "TL904" else "confirms"
+            out.append(f"  {verb} {finding.code} {finding.name} (static) at line {finding.line}: {finding.message}")
     if not report.events:
         out.append(f"No NaN/Inf or exploding gradient in {report.steps} steps.")
     return "\n".join(out) + "\n"

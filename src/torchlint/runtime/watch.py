@@ -21,7 +21,15 @@ from pathlib import Path
 import torch
 from torch.overrides import TorchFunctionMode
 
-from torchlint.runtime.catalog import EXPLODING_GRADIENT, NON_FINITE_FORWARD, NON_FINITE_GRADIENT
+from torchlint.runtime.catalog import (
+    EXPLODING_GRADIENT,
+    MEMORY_GROWTH,
+    NON_FINITE_FORWARD,
+    NON_FINITE_GRADIENT,
+)
+
+MEMORY_WINDOW = 20  # steps
+MEMORY_MIN_GROWTH = 8 * 2**20  # bytes over the window
 
 _TORCH_ROOT = str(Path(torch.__file__).parent)
 _HERE = str(Path(__file__).resolve().parents[1])
@@ -84,6 +92,7 @@ class Watch:
         self.events: list[Event] = []
         self.norm_history: list[float] = []
         self.max_steps = max_steps
+        self.memory: list[int] = []
         # keyed by module object: names are resolved only on the slow path
         self._sums: list[tuple[torch.nn.Module, torch.Tensor]] = []
         self._inputs: dict[torch.nn.Module, tuple] = {}
@@ -153,6 +162,7 @@ class Watch:
                 self._explosion_event(grad_norm, statistics.median(self.norm_history[-50:]))
             else:
                 self.norm_history.append(grad_norm)
+                self._check_memory(grads[0].device if grads else torch.device("cpu"))
             if self.events and self.stop_at_first and self.model is None:
                 raise StopRun()
             if self.max_steps is not None and self.step >= self.max_steps:
@@ -192,6 +202,30 @@ class Watch:
         where = f"`{name}`" + (f", op torch.{op} at {os.path.basename(file)}:{line}" if op else "")
         self._record(Event(NON_FINITE_FORWARD.code, NON_FINITE_FORWARD.name, self.step,
                            f"step {self.step}: first non-finite output in {where}", name, op, file, line))
+
+    def _check_memory(self, device: torch.device) -> None:
+        """Allocated CUDA memory (a host-side counter: no sync) or the process RSS, once per step."""
+        if device.type == "cuda":
+            used = torch.cuda.memory_allocated(device)
+        else:
+            try:
+                with open("/proc/self/statm") as statm:
+                    used = int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+            except (OSError, ValueError, IndexError):
+                return
+        self.memory.append(used)
+        if len(self.memory) <= MEMORY_WINDOW or any(e.code == MEMORY_GROWTH.code for e in self.events):
+            return
+        window = self.memory[-MEMORY_WINDOW - 1:]
+        rises = sum(b > a for a, b in zip(window, window[1:], strict=False))
+        growth = window[-1] - window[0]
+        if rises >= 0.8 * MEMORY_WINDOW and growth > max(MEMORY_MIN_GROWTH, 0.05 * window[0]):
+            per_step = growth / MEMORY_WINDOW / 2**20
+            where = "allocated CUDA memory" if device.type == "cuda" else "resident memory"
+            self._record(Event(MEMORY_GROWTH.code, MEMORY_GROWTH.name, self.step,
+                               f"step {self.step}: {where} grew in {rises} of the last {MEMORY_WINDOW} steps, "
+                               f"{per_step:.1f} MiB per step ({window[0] / 2**20:.0f} -> {window[-1] / 2**20:.0f} MiB): "
+                               "something keeps each iteration alive, such as a loss accumulated without .item() (TL402)"))
 
     def _gradient_event(self, grad_norm: float) -> None:
         """Finite forward, non-finite gradient (sqrt or norm at 0...): replay this step's backward

@@ -17,7 +17,7 @@ CUTS_GRAPH = frozenset({"item", "detach", "tolist", "numpy", "float", "int"})
 class GraphKeptAlive(Rule):
     info = RuleInfo(
         "TL402", "graph-kept-alive", "warning",
-        "A loss tensor accumulated across iterations keeps every iteration's graph alive; use .item().",
+        "A loss or output tensor accumulated across iterations keeps its graph alive; use .item()/.detach().",
         tags=("memory",),
     )
 
@@ -38,12 +38,14 @@ class GraphKeptAlive(Rule):
                     target, node = entry.args[0], entry.node
                 if target is None or entry.scope.no_grad or _cuts_graph(ctx, target):
                     continue
-                if ctx.value(target).op in LOSS_OPS or ctx.shape(target) in receivers:
+                value = ctx.value(target)
+                if value.op in LOSS_OPS or value.op == "matmul" or ctx.shape(target) in receivers:
                     ctx.report(
                         self.info, node,
-                        f"`{ctx.code(node)}` keeps `{ctx.code(target, 30)}` as a tensor: each iteration's whole "
-                        "autograd graph stays alive and memory grows every step. Accumulate "
-                        f"`{ctx.code(target, 30)}.item()` (or .detach())",
+                        f"`{ctx.code(node)}` keeps `{ctx.code(target, 30)}` as a tensor that still carries its "
+                        "autograd graph: memory grows every step. Keep "
+                        + (f"`{ctx.code(target, 30)}.detach()` (or `.detach().cpu()`)" if value.op == "matmul"
+                           else f"`{ctx.code(target, 30)}.item()`"),
                     )
 
 
