@@ -47,6 +47,7 @@ EXPECTED = {
                                                "batch_specialized", "data_dependent", "lstm_tagger", "llama",
                                                "sqrt_head")},
     "models/distance_head.py": {("TL105", 17)},
+    "models/unseeded_noise.py": {("TL501", 7)},
     "models/log_sigmoid.py": {("TL106", 13), ("TL102", 15)},
     "models/inplace_gate.py": {("TL203", 14)},
     "models/shape_branch.py": {("TL102", 15)},

@@ -150,3 +150,15 @@ def test_memory_growth_explained_by_static_finding():
     assert result.returncode == 1, result.stdout + result.stderr
     assert "TL904 memory-growth: step " in result.stdout and "MiB per step" in result.stdout
     assert "explained by TL402 graph-kept-alive (static) at line 19" in result.stdout
+
+
+def test_repro_finds_the_first_differing_step_and_its_static_cause(capsys):
+    from torchlint.cli import main
+
+    models = FIXTURES / "models"
+    assert main(["run", f"{models}/unseeded_noise.py:NoisyEncoder", "--steps", "3", "--repro", "3"]) == 1
+    out = capsys.readouterr().out
+    assert "TL905 nondeterministic: step 1: two runs from the same seeds differ first in parameter `fc.weight`" in out
+    assert "explained by TL501 partial-seeding (static) at line 7" in out
+    assert main(["run", f"{models}/mlp.py:MLP", "--steps", "3", "--repro", "3"]) == 0
+    assert "--repro: 3 steps twice from the same seeds: bitwise identical" in capsys.readouterr().out

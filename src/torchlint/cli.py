@@ -71,6 +71,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--lr", type=float)
     run.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     run.add_argument("--explode-factor", type=float, default=1e3, help="TL903 when the grad norm exceeds this x its median")
+    run.add_argument("--repro", type=int, metavar="K", help="model targets: run the first K steps twice from the same "
+                     "seeds and compare losses and parameters bitwise (TL905)")
 
     rule = sub.add_parser("rule", help="print a rule's documentation")
     rule.add_argument("code")
@@ -253,6 +255,16 @@ def _run(args: argparse.Namespace) -> int:
             target.notes.append(f"no --input given; assumed {assumed}")
         report = run_model(target, specs, args.steps, args.loss, args.optimizer, args.lr, args.device,
                            args.explode_factor)
+        if args.repro:
+            from torchlint.runtime.run import check_repro
+
+            build = lambda: load_target(args.target, args.init, args.init_kwargs, on_meta=False).model  # noqa: E731
+            event = check_repro(build, specs, args.repro, args.loss, args.optimizer, args.lr,
+                                str(target.source) if target.source else None)
+            if event is not None:
+                report.events.append(event)
+            else:
+                report.repro.append(f"--repro: {args.repro} steps twice from the same seeds: bitwise identical")
     except TraceInputError as error:
         raise ConfigError(str(error)) from None
     except RuntimeError as error:  # the model itself fails on the synthetic data

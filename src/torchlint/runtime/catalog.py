@@ -21,4 +21,9 @@ MEMORY_GROWTH = RuleInfo(
     "Memory grows step after step: something keeps every iteration alive (runtime; see TL402).",
     tags=("runtime", "memory"), precision="medium",
 )
-RUNTIME_RULES = (NON_FINITE_FORWARD, NON_FINITE_GRADIENT, EXPLODING_GRADIENT, MEMORY_GROWTH)
+NONDETERMINISTIC = RuleInfo(
+    "TL905", "nondeterministic", "warning",
+    "Two runs with the same seeds differ (runtime --repro): the first differing step and parameter.",
+    tags=("runtime", "reproducibility"), precision="high",
+)
+RUNTIME_RULES = (NON_FINITE_FORWARD, NON_FINITE_GRADIENT, EXPLODING_GRADIENT, MEMORY_GROWTH, NONDETERMINISTIC)

@@ -23,6 +23,7 @@ class RunReport:
     losses: list[float] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    repro: list[str] = field(default_factory=list)
 
 
 def synthetic_inputs(model: torch.nn.Module, specs: list[InputSpec], device: torch.device) -> list[torch.Tensor]:
@@ -77,6 +78,50 @@ def run_model(target, specs: list[InputSpec], steps: int, loss: str, optimizer_n
     return report
 
 
+def check_repro(build, specs: list[InputSpec], steps: int, loss: str, optimizer_name: str, lr: float | None,
+                source: str | None) -> Event | None:
+    """Train twice from the same seeds; the first step whose loss or parameters differ bitwise is TL905."""
+    from torchlint.runtime.catalog import NONDETERMINISTIC
+
+    def trajectory():
+        torch.manual_seed(0)
+        model = build().train()
+        torch.manual_seed(1)
+        inputs = synthetic_inputs(model, specs, torch.device("cpu"))
+        with torch.no_grad():
+            sample = model(*inputs)
+        sample = sample[0] if isinstance(sample, (tuple, list)) else sample
+        targets = torch.randn_like(sample) if loss != "ce" else torch.randint(0, sample.shape[-1], sample.shape[:-1])
+        optimizer = torch.optim.Adam(model.parameters(), lr=lr or 1e-3) if optimizer_name == "adam" else \
+            torch.optim.SGD(model.parameters(), lr=lr or 1e-2)
+        history = []
+        for _ in range(steps):
+            optimizer.zero_grad()
+            out = model(*inputs)
+            out = out[0] if isinstance(out, (tuple, list)) else out
+            value = torch.nn.functional.cross_entropy(out.flatten(0, -2), targets.flatten()) if loss == "ce" \
+                else torch.nn.functional.mse_loss(out, targets)
+            value.backward()
+            optimizer.step()
+            history.append((value.detach().clone(), {n: p.detach().clone() for n, p in model.named_parameters()}))
+        return history
+
+    first, second = trajectory(), trajectory()
+    for step, ((loss_a, params_a), (loss_b, params_b)) in enumerate(zip(first, second, strict=True), start=1):
+        differing = [n for n in params_a if not torch.equal(params_a[n], params_b[n])]
+        if differing or not torch.equal(loss_a, loss_b):
+            where = f"parameter `{differing[0]}`" if differing else "the loss"
+            event = Event(NONDETERMINISTIC.code, NONDETERMINISTIC.name, step,
+                          f"step {step}: two runs from the same seeds differ first in {where} "
+                          f"(loss {loss_a.item():.6g} vs {loss_b.item():.6g})", differing[0] if differing else None)
+            if source:
+                from torchlint.api import check_paths
+
+                event.confirmed = [f for f in check_paths([source]) if f.code.startswith("TL5")]
+            return event
+    return None
+
+
 def _display(path: str) -> str:
     relative = os.path.relpath(path)
     return path if relative.startswith("..") else relative
@@ -95,8 +140,10 @@ def render_run(report: RunReport) -> str:
         where = f"{_display(event.file)}:{event.line}: " if event.file else ""
         out.append(f"{where}{event.code} {event.name}: {event.message}")
         for finding in event.confirmed:
-            verb = "explained by" if event.code == "TL904" else "confirms"
+            verb = "explained by" if event.code in ("TL904", "TL905") else "confirms"
             out.append(f"  {verb} {finding.code} {finding.name} (static) at line {finding.line}: {finding.message}")
     if not report.events:
         out.append(f"No NaN/Inf or exploding gradient in {report.steps} steps.")
+    for note in report.repro:
+        out.append(note)
     return "\n".join(out) + "\n"
