@@ -74,9 +74,3 @@ def doc_sections(text: str) -> dict[str, str]:
     parts = _SECTION.split(text)
     return {parts[i].strip(): parts[i + 1].strip() for i in range(1, len(parts) - 1, 2)}
 
-
-def full_description(code: str) -> str:
-    doc = rule_doc(code)
-    if doc is None:
-        return ""
-    return doc_sections(doc).get("What it does", "")

@@ -112,8 +112,6 @@ COPY_METHODS = frozenset({"clone", "gather", "index_select", "masked_select", "c
 UPCAST_METHODS = frozenset({"float", "double"})
 HALF_METHODS = frozenset({"half"})
 
-REDUCTIONS = frozenset({"sum", "mean", "norm", "std", "var", "nansum", "nanmean", "count"})
-EXTREMA = frozenset({"max", "min", "amax", "amin"})
 
 # nn.Module classes and the op their call applies.
 MODULE_OPS: dict[str, str] = {

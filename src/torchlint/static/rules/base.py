@@ -46,11 +46,6 @@ def spelled(ctx: FileContext, call: CallInfo, name: str) -> str | None:
     return ctx.alias_for(f"{module}.{name}")
 
 
-def is_const(ctx: FileContext, node: cst.BaseExpression | None, number: float) -> bool:
-    value = ctx.value(node)
-    return value.op == "const" and value.const == number
-
-
 def atom(ctx: FileContext, node: cst.BaseExpression) -> str:
     """Source of `node`, parenthesised unless it is already an atom."""
     text = ctx.exact_code(node)
