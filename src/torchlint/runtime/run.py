@@ -41,35 +41,50 @@ def synthetic_inputs(model: torch.nn.Module, specs: list[InputSpec], device: tor
     return tensors
 
 
-def run_model(target, specs: list[InputSpec], steps: int, loss: str, optimizer_name: str, lr: float | None,
-              device_name: str, explode_factor: float) -> RunReport:
-    device = torch.device("cuda" if device_name == "auto" and torch.cuda.is_available() else
-                          ("cpu" if device_name == "auto" else device_name))
-    torch.manual_seed(0)
-    model = target.model.to(device).train()
+def training_setup(model, specs: list[InputSpec], loss: str, optimizer_name: str, lr: float | None,
+                   device: torch.device):
+    """Synthetic inputs, a criterion against fixed synthetic targets, and the optimizer."""
     inputs = synthetic_inputs(model, specs, device)
     with torch.no_grad():
         sample = model(*inputs)
     sample = sample[0] if isinstance(sample, (tuple, list)) else sample
     if loss == "ce":
         targets = torch.randint(0, sample.shape[-1], sample.shape[:-1], device=device)
-        criterion = lambda out: torch.nn.functional.cross_entropy(out.flatten(0, -2), targets.flatten())  # noqa: E731
+
+        def criterion(out):
+            return torch.nn.functional.cross_entropy(out.flatten(0, -2), targets.flatten())
     else:
         targets = torch.randn_like(sample)
-        criterion = lambda out: torch.nn.functional.mse_loss(out, targets)  # noqa: E731
+
+        def criterion(out):
+            return torch.nn.functional.mse_loss(out, targets)
     if optimizer_name == "adam":
         optimizer = torch.optim.Adam(model.parameters(), lr=lr or 1e-3)
     else:
         optimizer = torch.optim.SGD(model.parameters(), lr=lr or 1e-2)
+    return inputs, criterion, optimizer
+
+
+def train_step(model, inputs, criterion, optimizer) -> torch.Tensor:
+    optimizer.zero_grad(set_to_none=True)
+    output = model(*inputs)
+    value = criterion(output[0] if isinstance(output, (tuple, list)) else output)
+    value.backward()
+    optimizer.step()
+    return value.detach()
+
+
+def run_model(target, specs: list[InputSpec], steps: int, loss: str, optimizer_name: str, lr: float | None,
+              device_name: str, explode_factor: float) -> RunReport:
+    device = torch.device("cuda" if device_name == "auto" and torch.cuda.is_available() else
+                          ("cpu" if device_name == "auto" else device_name))
+    torch.manual_seed(0)
+    model = target.model.to(device).train()
+    inputs, criterion, optimizer = training_setup(model, specs, loss, optimizer_name, lr, device)
     report = RunReport(target.name, [str(s) for s in specs], str(device), notes=list(target.notes))
     with watch(model, optimizer, explode_factor=explode_factor) as watcher:
         for _ in range(steps):
-            optimizer.zero_grad(set_to_none=True)
-            output = model(*inputs)
-            output = output[0] if isinstance(output, (tuple, list)) else output
-            value = criterion(output)
-            value.backward()
-            optimizer.step()
+            value = train_step(model, inputs, criterion, optimizer)
             report.steps += 1
             if watcher.events:
                 break
@@ -87,23 +102,11 @@ def check_repro(build, specs: list[InputSpec], steps: int, loss: str, optimizer_
         torch.manual_seed(0)
         model = build().train()
         torch.manual_seed(1)
-        inputs = synthetic_inputs(model, specs, torch.device("cpu"))
-        with torch.no_grad():
-            sample = model(*inputs)
-        sample = sample[0] if isinstance(sample, (tuple, list)) else sample
-        targets = torch.randn_like(sample) if loss != "ce" else torch.randint(0, sample.shape[-1], sample.shape[:-1])
-        optimizer = torch.optim.Adam(model.parameters(), lr=lr or 1e-3) if optimizer_name == "adam" else \
-            torch.optim.SGD(model.parameters(), lr=lr or 1e-2)
+        inputs, criterion, optimizer = training_setup(model, specs, loss, optimizer_name, lr, torch.device("cpu"))
         history = []
         for _ in range(steps):
-            optimizer.zero_grad()
-            out = model(*inputs)
-            out = out[0] if isinstance(out, (tuple, list)) else out
-            value = torch.nn.functional.cross_entropy(out.flatten(0, -2), targets.flatten()) if loss == "ce" \
-                else torch.nn.functional.mse_loss(out, targets)
-            value.backward()
-            optimizer.step()
-            history.append((value.detach().clone(), {n: p.detach().clone() for n, p in model.named_parameters()}))
+            value = train_step(model, inputs, criterion, optimizer)
+            history.append((value, {n: p.detach().clone() for n, p in model.named_parameters()}))
         return history
 
     first, second = trajectory(), trajectory()
