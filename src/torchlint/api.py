@@ -21,7 +21,7 @@ POOL_THRESHOLD = 8  # fewer files than this to parse: a process pool costs more 
 def check_source(source: str, path: str = "<string>", settings: Settings | None = None) -> list[Finding]:
     """Lint one file's text."""
     settings = settings or Settings()
-    findings, _ = check_text(source, path, settings.enabled(), settings.options)
+    findings = check_text(source, path, settings.enabled(), settings.options)
     return _apply_per_file_ignores(findings, path, settings)
 
 
@@ -83,10 +83,10 @@ def check_files(
     else:
         outputs = [_check_one((t[2], t[1], enabled, settings.options)) for t in todo]
 
-    for (index, display, _text, key), (findings, parsed) in zip(todo, outputs, strict=True):
+    for (index, display, _text, key), findings in zip(todo, outputs, strict=True):
         if store is not None:
             store.put(key, [f.to_dict() for f in findings])
-        results[index] = FileResult(display, findings, parsed)
+        results[index] = FileResult(display, findings)
     if store is not None:
         store.save()
 

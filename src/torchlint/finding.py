@@ -67,8 +67,7 @@ class Finding:
 
 @dataclass
 class FileResult:
-    """Findings for one file plus whether it had to be parsed (for statistics)."""
+    """The findings of one file."""
 
     path: str
     findings: list[Finding] = field(default_factory=list)
-    parsed: bool = False

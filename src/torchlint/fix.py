@@ -48,7 +48,7 @@ def fix_source(source: str, path: str, settings: Settings, unsafe: bool = False)
     enabled, options = settings.enabled(), settings.options
     fixed = 0
     for _ in range(MAX_PASSES):
-        findings, _ = check_text(source, path, enabled, options)
+        findings = check_text(source, path, enabled, options)
         chosen: list[Edit] = []
         this_pass = 0
         taken: list[tuple[tuple[int, int], tuple[int, int]]] = []
@@ -70,7 +70,7 @@ def fix_source(source: str, path: str, settings: Settings, unsafe: bool = False)
             return FixResult(source, fixed, findings)
         source = candidate
         fixed += this_pass
-    findings, _ = check_text(source, path, enabled, options)
+    findings = check_text(source, path, enabled, options)
     return FixResult(source, fixed, findings)
 
 

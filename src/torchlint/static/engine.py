@@ -50,10 +50,10 @@ def check_text(
     path: str,
     enabled: frozenset[str],
     options: dict[str, dict[str, Any]] | None = None,
-) -> tuple[list[Finding], bool]:
-    """Findings for one file, and whether it was parsed."""
+) -> list[Finding]:
+    """Findings for one file (files that never mention torch or numpy are not parsed)."""
     if not might_have_findings(source):
-        return [], False
+        return []
     # A CST is acyclic and dies with this call: cyclic-GC passes while it is alive only traverse it
     # (measured: ~25% of the run time). Collection resumes as soon as the tree is garbage.
     was_enabled = gc.isenabled()
@@ -65,20 +65,18 @@ def check_text(
             gc.enable()
 
 
-def _check_text(source, path, enabled, options) -> tuple[list[Finding], bool]:
-    if not might_have_findings(source):
-        return [], False
+def _check_text(source, path, enabled, options) -> list[Finding]:
     file_ignored = suppress.file_ignores(source)
     if suppress.is_ignored("ALL", file_ignored):
-        return [], False
+        return []
     try:
         module = cst.parse_module(source)
     except cst.ParserSyntaxError as error:
         if SYNTAX_ERROR.code not in enabled:
-            return [], True
-        return [_finding(SYNTAX_ERROR, *_describe_syntax_error(source, path, error))], True
+            return []
+        return [_finding(SYNTAX_ERROR, *_describe_syntax_error(source, path, error))]
     except (RecursionError, MemoryError, ValueError) as error:  # pathological input
-        return [_finding(SYNTAX_ERROR, f"could not parse: {type(error).__name__}", path, (1, 1, 1, 1))], True
+        return [_finding(SYNTAX_ERROR, f"could not parse: {type(error).__name__}", path, (1, 1, 1, 1))]
 
     ctx = FileContext(path=path, source=source, module=module, options=options or {})
     try:
@@ -87,9 +85,9 @@ def _check_text(source, path, enabled, options) -> tuple[list[Finding], bool]:
         if os.environ.get("TORCHLINT_STRICT"):
             raise
         print(f"torchlint: internal error in {path}: {type(error).__name__}: {error}", file=sys.stderr)
-        return [], True
+        return []
     if not ctx.pending:
-        return [], True
+        return []
 
     targets = [p.node for p in ctx.pending]
     for pending in ctx.pending:
@@ -118,7 +116,7 @@ def _check_text(source, path, enabled, options) -> tuple[list[Finding], bool]:
             fix = Fix(pending.fix.message, pending.fix.applicability, edits)
         findings.append(_finding(pending.rule, pending.message, path, span, fix))
     findings.sort(key=lambda f: f.sort_key)
-    return findings, True
+    return findings
 
 
 def _edit(span, text: str) -> Edit:
