@@ -1,7 +1,8 @@
 """Runtime overhead, one run, same model: plain step vs `torchlint.watch` vs detect_anomaly per step.
 
-Model: 8 x Linear(1024, 1024) with ReLU, batch 256, SGD. Rounds are interleaved and the best
-of each kind is kept. CUDA is used when available (`--device cuda`), CPU otherwise.
+Model: 8 x Linear(1024, 1024) with ReLU, batch 256, SGD. Rounds are interleaved (the order
+rotates); the best of each kind and the median of the per-round ratios are printed. CUDA is used
+when available (`--device cuda`), CPU otherwise.
 
     python bench/bench_runtime.py [--steps 20] [--rounds 3] [--device auto|cpu|cuda]
 """
@@ -9,6 +10,7 @@ of each kind is kept. CUDA is used when available (`--device cuda`), CPU otherwi
 from __future__ import annotations
 
 import argparse
+import statistics
 import time
 
 import torch
@@ -65,14 +67,18 @@ def main() -> None:
         with torch.autograd.detect_anomaly(check_nan=True):
             steps(model, optimizer, x, y, args.steps)
 
-    best = {"plain": float("inf"), "torchlint.watch": float("inf"), "detect_anomaly": float("inf")}
-    for _ in range(args.rounds):
-        for name, fn in (("plain", plain), ("torchlint.watch", watched), ("detect_anomaly", anomaly)):
-            best[name] = min(best[name], timed(device, fn))
-    per_step = {name: seconds / args.steps for name, seconds in best.items()}
-    print(f"device {device}, {args.steps} steps x best of {args.rounds}, 8 x Linear(1024, 1024), batch 256")
-    for name, seconds in per_step.items():
-        print(f"  {name:<16} {seconds * 1000:8.2f} ms/step   {seconds / per_step['plain']:.3f}x plain")
+    kinds = (("plain", plain), ("torchlint.watch", watched), ("detect_anomaly", anomaly))
+    times: dict[str, list[float]] = {name: [] for name, _ in kinds}
+    for round_ in range(args.rounds):
+        for offset in range(len(kinds)):  # rotate the order each round: no kind always runs first
+            name, fn = kinds[(round_ + offset) % len(kinds)]
+            times[name].append(timed(device, fn) / args.steps)
+    print(f"device {device}, {args.steps} steps x {args.rounds} interleaved rounds, 8 x Linear(1024, 1024), "
+          f"batch 256, SGD")
+    for name, _ in kinds:
+        ratios = sorted(t / p for t, p in zip(times[name], times["plain"], strict=True))
+        print(f"  {name:<16} best {min(times[name]) * 1000:8.2f} ms/step   {min(times[name]) / min(times['plain']):.3f}x "
+              f"plain (best/best)   median per-round ratio {statistics.median(ratios):.3f}x")
 
 
 if __name__ == "__main__":

@@ -25,3 +25,19 @@ def project(tmp_path, monkeypatch):
     """An empty project directory as the working directory."""
     monkeypatch.chdir(tmp_path)
     return tmp_path
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked `cuda` run only where a CUDA device is present; elsewhere they skip, saying why."""
+    try:
+        import torch
+
+        available = torch.cuda.is_available()
+    except ImportError:
+        available = False
+    if available:
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA device")
+    for item in items:
+        if "cuda" in item.keywords:
+            item.add_marker(skip)

@@ -1,10 +1,18 @@
 """`torchlint.watch`: the cheap per-step checks and the slow path that names module, op and line."""
 
+import os
+
 import pytest
-from conftest import FIXTURES
+from conftest import FIXTURES, ROOT
 
 torch = pytest.importorskip("torch")
 import torchlint  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _at_the_repository_root(monkeypatch):
+    """Reports show paths relative to the working directory."""
+    monkeypatch.chdir(ROOT)
 
 
 def _seed_exercise(steps=60):
@@ -84,7 +92,7 @@ def test_run_command_healthy_model_and_bad_input(capsys):
     from torchlint.cli import main
 
     assert main(["run", str(FIXTURES / "models" / "mlp.py:MLP"), "--steps", "30", "--loss", "ce"]) == 0
-    assert "No NaN/Inf or exploding gradient in 30 steps." in capsys.readouterr().out
+    assert "No NaN/Inf, exploding or vanishing gradient, or memory growth in 30 steps." in capsys.readouterr().out
     assert main(["run", str(FIXTURES / "models" / "mlp.py:MLP"), "--input", "float32[B, 11]"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("torchlint: error: running") and len(err.strip().splitlines()) == 1
@@ -98,7 +106,7 @@ def test_run_unchanged_script_reports_the_seed_exercise(capsys):
     assert code == 1
     assert "nan_hunt_mlp.py: 51 optimizer step(s) watched" in out
     assert "nan_hunt_mlp.py:17: TL903 exploding-gradient: step 51:" in out and "in `layer2`, op torch.log" in out
-    assert "confirms TL101 unguarded-log (static) at line 17" in out
+    assert "confirmed at step 51: TL101 unguarded-log (static) at " in out and "nan_hunt_mlp.py:17: `torch.log(" in out
 
 
 SCRIPT = """
@@ -137,7 +145,7 @@ def test_backward_only_nan_replayed_under_anomaly_detection(capsys):
     out = capsys.readouterr().out
     assert code == 1
     assert "distance_head.py:17: TL902 non-finite-gradient: step 1: gradient norm is nan with a finite forward pass" in out
-    assert "confirms TL105 unguarded-sqrt (static) at line 17" in out
+    assert "confirmed at step 1: TL105 unguarded-sqrt (static) at " in out and "distance_head.py:17: " in out
 
 
 def test_memory_growth_explained_by_static_finding():
@@ -146,10 +154,10 @@ def test_memory_growth_explained_by_static_finding():
 
     # a fresh process: the resident memory of a long test session moves for unrelated reasons
     result = subprocess.run([sys.executable, "-m", "torchlint", "run", str(FIXTURES / "training" / "leaky_script.py")],
-                            capture_output=True, text=True, timeout=300)
+                            capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert result.returncode == 1, result.stdout + result.stderr
     assert "TL904 memory-growth: step " in result.stdout and "MiB per step" in result.stdout
-    assert "explained by TL402 graph-kept-alive (static) at line 19" in result.stdout
+    assert "explained by TL402 graph-kept-alive (static) at fixtures/training/leaky_script.py:19: " in result.stdout.replace(os.sep, "/")
 
 
 def test_repro_finds_the_first_differing_step_and_its_static_cause(capsys):
@@ -159,6 +167,253 @@ def test_repro_finds_the_first_differing_step_and_its_static_cause(capsys):
     assert main(["run", f"{models}/unseeded_noise.py:NoisyEncoder", "--steps", "3", "--repro", "3"]) == 1
     out = capsys.readouterr().out
     assert "TL905 nondeterministic: step 1: two runs from the same seeds differ first in parameter `fc.weight`" in out
-    assert "explained by TL501 partial-seeding (static) at line 7" in out
+    assert "explained by TL501 partial-seeding (static) at " in out and "unseeded_noise.py:7: " in out
     assert main(["run", f"{models}/mlp.py:MLP", "--steps", "3", "--repro", "3"]) == 0
     assert "--repro: 3 steps twice from the same seeds: bitwise identical" in capsys.readouterr().out
+
+
+def _run_cli(capsys, *argv):
+    from torchlint.cli import main
+
+    code = main(["run", *argv])
+    return code, capsys.readouterr().out
+
+
+def test_large_init_update_that_dwarfs_the_weights_is_found_at_step_1(capsys):
+    code, out = _run_cli(capsys, str(FIXTURES / "numerics" / "large_init.py"))
+    assert code == 1
+    assert "TL903 exploding-gradient: step 1: optimizer.step() multiplied the parameter norm by" in out
+    assert "explained by TL109 large-init (static) at fixtures/numerics/large_init.py:26: `param.data.uniform_(1, 10)`" in out
+    assert "explained by TL109 large-init (static) at fixtures/numerics/large_init.py:15: " in out
+
+
+def test_adam_on_float16_divides_by_zero_named_from_the_optimizer_state(capsys):
+    code, out = _run_cli(capsys, str(FIXTURES / "numerics" / "adam_half_eps.py"))
+    assert code == 1
+    assert "TL906 non-finite-parameter: step 1: optimizer.step() left `0.weight` non-finite" in out
+    assert "Adam's exp_avg_sq is 0 at" in out and "eps=1e-08 rounds to 0 in float16, so the update divided by zero" in out
+    assert "explained by TL110 risky-optimizer-config (static) at fixtures/numerics/adam_half_eps.py:10: " in out
+
+
+def test_adam_with_underflowed_gradients_does_not_learn(capsys):
+    code, out = _run_cli(capsys, str(FIXTURES / "numerics" / "adam_tiny_grads.py"))
+    assert code == 1
+    assert "adam_tiny_grads.py: 5 optimizer step(s) watched" in out
+    assert ("TL907 vanishing-gradient: steps 1-5: every gradient is exactly 0: Adam's second-moment state is 0 in "
+            "11 of 11 entries and every update is 0") in out
+
+
+def test_small_but_healthy_gradients_are_not_vanishing():
+    torch.manual_seed(0)
+    model = torch.nn.Linear(8, 1)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    x, y = torch.randn(64, 8), torch.randn(64, 1)
+    with torchlint.watch(model, optimizer) as watcher:
+        for _ in range(12):
+            optimizer.zero_grad()
+            (torch.nn.functional.mse_loss(model(x), y) * 1e-6).backward()  # norms ~1e-6: above eps
+            optimizer.step()
+    assert watcher.events == []
+
+
+def test_eps_zero_on_a_dead_unit_is_nan_after_the_step():
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 3)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2, eps=0)
+    x = torch.randn(16, 4)
+    with torchlint.watch(model, optimizer) as watcher:
+        for _ in range(3):
+            optimizer.zero_grad()
+            model(x)[:, :2].pow(2).mean().backward()  # output 2 never reaches the loss: gradient 0
+            optimizer.step()
+    [event] = watcher.events
+    assert (event.code, event.step, event.module) == ("TL906", 1, "weight")
+    assert "exp_avg_sq is 0 at 4 of its 4 non-finite entries and eps=0, so the update divided by zero" in event.message
+
+
+def test_nan_in_the_initialisation_is_not_blamed_on_the_optimizer():
+    model = torch.nn.Linear(4, 1)
+    with torch.no_grad():
+        model.bias.fill_(float("nan"))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    with torchlint.watch(model, optimizer) as watcher:
+        optimizer.zero_grad()
+        model(torch.randn(2, 4)).sum().backward()
+        optimizer.step()
+    [event] = watcher.events
+    assert event.code == "TL906" and event.message.startswith("before the first step: the initialisation left `bias`")
+
+
+class CoinFlip(torch.nn.Module):
+    """NaN or not depending on one random draw: only a replay with the step's RNG state reproduces it."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 4)
+        self.norm = torch.nn.BatchNorm1d(4)
+
+    def forward(self, x, *, scale=1.0):
+        u = torch.rand(())
+        return self.norm(self.fc(x)) * scale * torch.log(u - 0.5)
+
+
+def _coin_seed():
+    """A seed whose first draw is < 0.5 (NaN) and whose second is not (a naive replay is finite)."""
+    for seed in range(100):
+        torch.manual_seed(seed)
+        if torch.rand(()) < 0.5 <= torch.rand(()):
+            return seed
+    raise AssertionError
+
+
+def test_replay_draws_the_same_random_numbers_and_leaves_the_users_state_alone():
+    seed = _coin_seed()
+    torch.manual_seed(seed)
+    model = CoinFlip()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    x = torch.randn(8, 4)
+    torch.manual_seed(seed)
+    with torchlint.watch(model, optimizer) as watcher:
+        optimizer.zero_grad()
+        model(x, scale=2.0).nansum().backward()  # keyword arguments are replayed too
+        running_mean = model.norm.running_mean.clone()
+        expected_next = torch.get_rng_state()
+        optimizer.step()
+    [event] = watcher.events
+    assert (event.code, event.op, event.line) == ("TL901", "log", CoinFlip.forward.__code__.co_firstlineno + 2)
+    assert "(input min " in event.message and "output 1 NaN, 0 Inf of 1)" in event.message
+    assert torch.equal(model.norm.running_mean, running_mean)  # the replay's BatchNorm update was undone
+    assert torch.equal(torch.get_rng_state(), expected_next)  # and its random draws too
+
+
+def test_history_has_the_loss_and_norms_of_each_step():
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    x, y = torch.randn(32, 4), torch.randn(32, 1)
+    losses = []
+    with torchlint.watch(model, optimizer) as watcher:
+        for _ in range(4):
+            optimizer.zero_grad()
+            loss = torch.nn.functional.mse_loss(model(x), y)
+            loss.backward()
+            losses.append(loss.item())
+            optimizer.step()
+    assert [s.step for s in watcher.history] == [1, 2, 3, 4]
+    assert [s.loss for s in watcher.history] == pytest.approx(losses)
+    assert all(s.grad_norm > 0 and s.param_norm > 0 for s in watcher.history)
+    assert torch.Tensor.backward.__module__ == "torch._tensor"  # the loss probe is removed
+
+
+def test_two_optimizers_keep_separate_histories():
+    """A GAN whose generator steps three times per discriminator step; the discriminator's gradients
+    are 1e4x the generator's, which is not an explosion."""
+    torch.manual_seed(0)
+    gen, disc = torch.nn.Linear(4, 4), torch.nn.Linear(4, 1)
+    opt_g, opt_d = torch.optim.SGD(gen.parameters(), lr=1e-6), torch.optim.SGD(disc.parameters(), lr=1e-6)
+    from torchlint.runtime.watch import Watch
+
+    with Watch(None, None) as watcher:
+        for _ in range(10):
+            opt_d.zero_grad()
+            (disc(gen(torch.randn(8, 4)).detach()).mean() * 1e4).backward()
+            opt_d.step()
+            for _ in range(3):
+                opt_g.zero_grad()
+                disc(gen(torch.randn(8, 4))).mean().backward()
+                opt_g.step()
+    assert watcher.events == [] and watcher.step == 40
+
+
+def test_repro_on_a_script_runs_it_twice_in_fresh_processes(capsys):
+    code, out = _run_cli(capsys, str(FIXTURES / "training" / "unseeded_script.py"), "--repro", "2")
+    assert code == 1
+    assert "TL905 nondeterministic: step 1: two runs from the same seeds differ first in parameter `0.weight`" in out
+    assert "explained by TL501 partial-seeding (static) at fixtures/training/unseeded_script.py:10: " in out
+    code, out = _run_cli(capsys, str(FIXTURES / "training" / "leaky_script.py"), "--max-steps", "2", "--repro", "2")
+    assert code == 0
+    assert "--repro: 2 steps in two fresh processes: bitwise identical" in out
+
+
+def test_repro_compares_gradients_and_losses_too():
+    from torchlint.runtime.repro import compare
+
+    base = {"step": 1, "loss": 0.5, "params": {"w": ("a", "g")}}
+    assert compare([base], [base]) is None
+    assert compare([base], [{**base, "params": {"w": ("a", "h")}}]) == (1, "the gradient of `w`", 0.5, 0.5)
+    assert compare([base], [{**base, "loss": 0.25}]) == (1, "the loss", 0.5, 0.25)
+
+
+def test_digest_is_exact():
+    from torchlint.runtime.repro import digest
+
+    x = torch.randn(100)
+    y = x.clone()
+    y[37] = torch.nextafter(y[37], torch.tensor(float("inf")))  # one ulp
+    assert digest(x) == digest(x.clone()) and digest(x) != digest(y) and digest(x) != digest(x.flip(0))
+
+
+def test_not_observed_static_findings_and_summary_table(capsys):
+    code, out = _run_cli(capsys, str(FIXTURES / "training" / "leaky_script.py"), "--max-steps", "3")
+    assert code == 0
+    assert "static findings not observed in 3 steps:\n  fixtures/training/leaky_script.py:19: TL402 graph-kept-alive" in out
+    header, *rows = out.split("\n\n")[-1].strip().splitlines()
+    assert header.split() == ["first", "last", "min", "median", "max"]
+    assert [r.split()[0] for r in rows] == ["loss", "grad", "param", "memory", "ms/step"]
+
+
+def test_run_json_and_sarif_outputs(capsys, tmp_path):
+    import json
+
+    target = str(FIXTURES / "numerics" / "adam_half_eps.py")
+    code, out = _run_cli(capsys, target, "--output-format", "json")
+    assert code == 1
+    data = json.loads(out)
+    [event] = data["events"]
+    assert (event["code"], event["step"], event["module"]) == ("TL906", 1, "0.weight")
+    assert [(f["code"], f["location"]["row"]) for f in event["static"]] == [("TL110", 10)]
+    assert data["steps"] == 2 and data["history"][0]["step"] == 1 and "loss" in data["summary"]
+    sarif_file = tmp_path / "run.sarif"
+    assert _run_cli(capsys, target, "--output-format", "sarif", "-o", str(sarif_file))[0] == 1
+    sarif = json.loads(sarif_file.read_text())
+    [result] = sarif["runs"][0]["results"]
+    assert result["ruleId"] == "TL906"
+    assert result["locations"][0]["physicalLocation"]["region"]["startLine"] == 10  # at the explaining line
+
+
+def test_progress_line_only_on_a_terminal(monkeypatch):
+    import io
+
+    from torchlint.runtime.progress import Progress
+    from torchlint.runtime.watch import StepStats
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    monkeypatch.delenv("CI", raising=False)
+    stream = Terminal()
+    progress = Progress(stream, total=10, interval=0)
+    progress(StepStats(3, 0.25, 1.5, 10.0, 0, 0.01))
+    progress.close()
+    assert "torchlint: step 3/10  loss 0.25  grad norm 1.5" in stream.getvalue()
+    assert stream.getvalue().endswith("\r\x1b[2K")
+    monkeypatch.setenv("CI", "true")
+    quiet = Terminal()
+    Progress(quiet, interval=0)(StepStats(1, 0.5, 1.0, 1.0, 0, 0.01))
+    assert quiet.getvalue() == ""
+    piped = io.StringIO()
+    monkeypatch.delenv("CI")
+    Progress(piped, interval=0)(StepStats(1, 0.5, 1.0, 1.0, 0, 0.01))
+    assert piped.getvalue() == ""
+
+
+def test_float16_gradients_whose_norm_exceeds_float16_are_not_called_infinite():
+    torch.manual_seed(0)
+    model = torch.nn.Linear(64, 64).half()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.0)
+    with torchlint.watch(model, optimizer) as watcher:
+        optimizer.zero_grad()
+        (model(torch.ones(256, 64).half()).float().sum() * 8).backward()  # elements ~2048: norm ~1.3e5
+        optimizer.step()
+    assert watcher.events == [] and watcher.history[0].grad_norm > 65504

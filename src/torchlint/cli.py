@@ -71,8 +71,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--lr", type=float)
     run.add_argument("--device", choices=("auto", "cpu", "cuda"), default="auto")
     run.add_argument("--explode-factor", type=float, default=1e3, help="TL903 when the grad norm exceeds this x its median")
-    run.add_argument("--repro", type=int, metavar="K", help="model targets: run the first K steps twice from the same "
-                     "seeds and compare losses and parameters bitwise (TL905)")
+    run.add_argument("--repro", type=int, metavar="K", help="run the first K steps twice (a script: in two fresh "
+                     "processes; a model: from the same seeds) and compare losses and parameters bitwise (TL905)")
+    run.add_argument("--output-format", choices=("text", "json", "sarif", "github"), default="text",
+                     help="text/json: the whole report with a per-step summary; sarif/github: the runtime findings")
+    run.add_argument("-o", "--output-file", type=Path, help="write the report to this file")
+    run.add_argument("--no-progress", action="store_true", help="no progress line on stderr (it is shown only on "
+                     "a terminal, and never when CI is set)")
 
     rule = sub.add_parser("rule", help="print a rule's documentation")
     rule.add_argument("code")
@@ -239,49 +244,93 @@ def _run(args: argparse.Namespace) -> int:
     from torchlint.graph.inputs import parse_input
     from torchlint.graph.shapes import infer_inputs
     from torchlint.graph.target import load_target
-    from torchlint.runtime.run import render_run, run_model
+    from torchlint.runtime.progress import Progress
+    from torchlint.runtime.run import run_model
 
-    if args.steps < 1:
-        raise ConfigError("--steps must be at least 1")
+    if args.steps < 1 or (args.repro is not None and args.repro < 1):
+        raise ConfigError("--steps and --repro must be at least 1")
     if ":" not in args.target and args.target.endswith(".py"):
         return _run_script(args)
     if args.device == "cuda" and not torch.cuda.is_available():
         raise ConfigError("--device cuda: no CUDA device is available")
+    progress = Progress(total=args.steps) if not args.no_progress else None
     try:
         specs = [parse_input(text) for text in args.input]
+        torch.manual_seed(0)  # the same initial weights on every run: a finding can be reproduced
         target = load_target(args.target, args.init, args.init_kwargs, on_meta=False)
         if not specs:
             specs, assumed = infer_inputs(target.model)
             target.notes.append(f"no --input given; assumed {assumed}")
         report = run_model(target, specs, args.steps, args.loss, args.optimizer, args.lr, args.device,
-                           args.explode_factor)
+                           args.explode_factor, on_step=progress)
         if args.repro:
             from torchlint.runtime.run import check_repro
 
             build = lambda: load_target(args.target, args.init, args.init_kwargs, on_meta=False).model  # noqa: E731
             event = check_repro(build, specs, args.repro, args.loss, args.optimizer, args.lr,
                                 str(target.source) if target.source else None)
-            if event is not None:
-                report.events.append(event)
-            else:
-                report.repro.append(f"--repro: {args.repro} steps twice from the same seeds: bitwise identical")
+            _add_repro(report, event, args.repro)
     except TraceInputError as error:
         raise ConfigError(str(error)) from None
     except RuntimeError as error:  # the model itself fails on the synthetic data
         raise ConfigError(f"running {args.target} failed: {' '.join(str(error).split())[:200]}") from None
-    sys.stdout.write(render_run(report))
-    return EXIT_FINDINGS if report.events else EXIT_OK
+    finally:
+        if progress is not None:
+            progress.close()
+    return _emit_run(report, args, EXIT_OK)
+
+
+def _add_repro(report, event, steps: int) -> None:
+    if event is not None:
+        report.events.append(event)
+    else:
+        report.repro.append(f"--repro: {steps} steps twice from the same seeds: bitwise identical")
 
 
 def _run_script(args: argparse.Namespace) -> int:
-    from torchlint.runtime.run import render_run
+    from torchlint.runtime.progress import Progress
     from torchlint.runtime.script import run_script
 
     if not os.path.isfile(args.target):
         raise ConfigError(f"file not found: {args.target}")
-    report, status = run_script(args.target, args.script_args, args.max_steps, args.explode_factor)
+    progress = Progress(total=args.max_steps) if not args.no_progress else None
+    try:
+        report, status = run_script(args.target, args.script_args, args.max_steps, args.explode_factor,
+                                    on_step=progress)
+    finally:
+        if progress is not None:
+            progress.close()
+    if args.repro:
+        from torchlint.runtime.repro import script_runs_differ
+        from torchlint.runtime.run import repro_event
+
+        difference, reached = script_runs_differ(args.target, args.script_args, args.repro)
+        event = repro_event(difference, report.sources)
+        if event is None and reached < args.repro:
+            report.repro.append(f"--repro: the script made {reached} optimizer step(s) of {args.repro}; "
+                                "those were bitwise identical in two fresh processes")
+        elif event is None:
+            report.repro.append(f"--repro: {args.repro} steps in two fresh processes: bitwise identical")
+        else:
+            report.events.append(event)
     sys.stdout.flush()
-    sys.stdout.write(render_run(report))
+    return _emit_run(report, args, status)
+
+
+def _emit_run(report, args: argparse.Namespace, status: int) -> int:
+    from torchlint.runtime.render import render_run, render_run_json, run_findings
+    from torchlint.runtime.run import settle
+
+    settle(report, repro_ran=bool(args.repro))
+    if args.output_format == "text":
+        text = render_run(report)
+    elif args.output_format == "json":
+        text = render_run_json(report)
+    else:
+        from torchlint.report import FORMATS
+
+        text = FORMATS[args.output_format](run_findings(report), root=os.getcwd())
+    _emit(text, args.output_file)
     return EXIT_FINDINGS if report.events else status
 
 

@@ -26,4 +26,15 @@ NONDETERMINISTIC = RuleInfo(
     "Two runs with the same seeds differ (runtime --repro): the first differing step and parameter.",
     tags=("runtime", "reproducibility"), precision="high",
 )
-RUNTIME_RULES = (NON_FINITE_FORWARD, NON_FINITE_GRADIENT, EXPLODING_GRADIENT, MEMORY_GROWTH, NONDETERMINISTIC)
+NON_FINITE_PARAMETER = RuleInfo(
+    "TL906", "non-finite-parameter", "error",
+    "optimizer.step() left a parameter NaN/Inf (runtime: names the parameter and, from the optimizer's "
+    "state, the cause).", tags=("runtime", "nan"), precision="very-high",
+)
+VANISHING_GRADIENT = RuleInfo(
+    "TL907", "vanishing-gradient", "warning",
+    "Every gradient is 0, or below an adaptive optimizer's eps, for several steps in a row: the model does not "
+    "learn (runtime).", tags=("runtime", "optimizer"), precision="high",
+)
+RUNTIME_RULES = (NON_FINITE_FORWARD, NON_FINITE_GRADIENT, EXPLODING_GRADIENT, MEMORY_GROWTH, NONDETERMINISTIC,
+                 NON_FINITE_PARAMETER, VANISHING_GRADIENT)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 import torch
 
 from torchlint.graph.inputs import InputSpec
-from torchlint.runtime.watch import Event, watch
+from torchlint.runtime.watch import Event, StepStats, watch
 
 SIZES = {"B": 8}  # symbolic dims get these sizes; any other name gets 16
 OTHER_SIZE = 16
@@ -18,12 +18,30 @@ OTHER_SIZE = 16
 class RunReport:
     target: str
     inputs: list[str]
-    device: str
+    device: str  # "process" for a script run unchanged
     steps: int = 0
-    losses: list[float] = field(default_factory=list)
+    history: list[StepStats] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     repro: list[str] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)  # the user's files involved
+    not_observed: list = field(default_factory=list)  # static findings no event confirmed
+
+
+# the static rules whose mechanism the runtime checks can observe (numerics, memory, seeding)
+OBSERVABLE = ("TL1", "TL402")
+
+
+def settle(report: RunReport, repro_ran: bool = False) -> RunReport:
+    """List the static findings in the files involved that no runtime event confirmed or explained."""
+    from torchlint.api import check_paths
+
+    files = sorted({os.path.abspath(p) for p in report.sources if p and os.path.isfile(p)})
+    seen = {(os.path.abspath(f.path), f.line, f.code) for e in report.events for f in e.confirmed}
+    prefixes = (*OBSERVABLE, "TL5") if repro_ran else OBSERVABLE
+    report.not_observed = [f for f in (check_paths(files) if files else [])
+                           if f.code.startswith(prefixes) and (os.path.abspath(f.path), f.line, f.code) not in seen]
+    return report
 
 
 def synthetic_inputs(model: torch.nn.Module, specs: list[InputSpec], device: torch.device) -> list[torch.Tensor]:
@@ -75,78 +93,55 @@ def train_step(model, inputs, criterion, optimizer) -> torch.Tensor:
 
 
 def run_model(target, specs: list[InputSpec], steps: int, loss: str, optimizer_name: str, lr: float | None,
-              device_name: str, explode_factor: float) -> RunReport:
+              device_name: str, explode_factor: float, on_step=None) -> RunReport:
     device = torch.device("cuda" if device_name == "auto" and torch.cuda.is_available() else
                           ("cpu" if device_name == "auto" else device_name))
     torch.manual_seed(0)
     model = target.model.to(device).train()
     inputs, criterion, optimizer = training_setup(model, specs, loss, optimizer_name, lr, device)
     report = RunReport(target.name, [str(s) for s in specs], str(device), notes=list(target.notes))
-    with watch(model, optimizer, explode_factor=explode_factor) as watcher:
+    with watch(model, optimizer, explode_factor=explode_factor, on_step=on_step) as watcher:
         for _ in range(steps):
-            value = train_step(model, inputs, criterion, optimizer)
+            train_step(model, inputs, criterion, optimizer)
             report.steps += 1
             if watcher.events:
                 break
-            report.losses.append(value.item())
-    report.events = watcher.events
+    report.events, report.history = watcher.events, watcher.history
+    report.sources = [*([str(target.source)] if target.source else []), *watcher.sources()]
     return report
 
 
 def check_repro(build, specs: list[InputSpec], steps: int, loss: str, optimizer_name: str, lr: float | None,
                 source: str | None) -> Event | None:
     """Train twice from the same seeds; the first step whose loss or parameters differ bitwise is TL905."""
-    from torchlint.runtime.catalog import NONDETERMINISTIC
+    from torchlint.runtime.repro import compare, digest
 
     def trajectory():
         torch.manual_seed(0)
         model = build().train()
         torch.manual_seed(1)
         inputs, criterion, optimizer = training_setup(model, specs, loss, optimizer_name, lr, torch.device("cpu"))
-        history = []
-        for _ in range(steps):
+        records = []
+        for step in range(1, steps + 1):
             value = train_step(model, inputs, criterion, optimizer)
-            history.append((value, {n: p.detach().clone() for n, p in model.named_parameters()}))
-        return history
+            records.append({"step": step, "loss": value.item(),
+                            "params": {n: (digest(p), None) for n, p in model.named_parameters()}})
+        return records
 
-    first, second = trajectory(), trajectory()
-    for step, ((loss_a, params_a), (loss_b, params_b)) in enumerate(zip(first, second, strict=True), start=1):
-        differing = [n for n in params_a if not torch.equal(params_a[n], params_b[n])]
-        if differing or not torch.equal(loss_a, loss_b):
-            where = f"parameter `{differing[0]}`" if differing else "the loss"
-            event = Event(NONDETERMINISTIC.code, NONDETERMINISTIC.name, step,
-                          f"step {step}: two runs from the same seeds differ first in {where} "
-                          f"(loss {loss_a.item():.6g} vs {loss_b.item():.6g})", differing[0] if differing else None)
-            if source:
-                from torchlint.api import check_paths
-
-                event.confirmed = [f for f in check_paths([source]) if f.code.startswith("TL5")]
-            return event
-    return None
+    return repro_event(compare(trajectory(), trajectory()), [source])
 
 
-def _display(path: str) -> str:
-    relative = os.path.relpath(path)
-    return path if relative.startswith("..") else relative
+def repro_event(difference, sources: list[str | None]) -> Event | None:
+    """The TL905 event for the first difference between two runs, explained by static TL5xx findings."""
+    from torchlint.runtime.catalog import NONDETERMINISTIC
+    from torchlint.runtime.confirm import explain
 
-
-def render_run(report: RunReport) -> str:
-    if report.device == "process":
-        out = [f"{report.target}: {report.steps} optimizer step(s) watched"]
-    else:
-        out = [f"{report.target}: {report.steps} step(s) on {report.device}, synthetic inputs "
-               f"{', '.join(report.inputs)}"]
-    out.extend(f"note: {note}" for note in report.notes)
-    if report.losses:
-        out.append(f"loss: first {report.losses[0]:.4g}, last {report.losses[-1]:.4g}")
-    for event in report.events:
-        where = f"{_display(event.file)}:{event.line}: " if event.file else ""
-        out.append(f"{where}{event.code} {event.name}: {event.message}")
-        for finding in event.confirmed:
-            verb = "explained by" if event.code in ("TL904", "TL905") else "confirms"
-            out.append(f"  {verb} {finding.code} {finding.name} (static) at line {finding.line}: {finding.message}")
-    if not report.events:
-        out.append(f"No NaN/Inf or exploding gradient in {report.steps} steps.")
-    for note in report.repro:
-        out.append(note)
-    return "\n".join(out) + "\n"
+    if difference is None:
+        return None
+    step, where, loss_a, loss_b = difference
+    losses = f" (loss {loss_a:.6g} vs {loss_b:.6g})" if loss_a is not None and loss_b is not None else ""
+    name = where.split("`")[1] if "`" in where else None
+    event = Event(NONDETERMINISTIC.code, NONDETERMINISTIC.name, step,
+                  f"step {step}: two runs from the same seeds differ first in {where}{losses}", name)
+    explain(event, [s for s in sources if s])
+    return event

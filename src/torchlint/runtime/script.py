@@ -11,9 +11,10 @@ from torchlint.runtime.run import RunReport
 from torchlint.runtime.watch import StopRun, Watch
 
 
-def run_script(path: str, script_args: list[str], max_steps: int | None, explode_factor: float) -> tuple[RunReport, int]:
+def run_script(path: str, script_args: list[str], max_steps: int | None, explode_factor: float,
+               on_step=None) -> tuple[RunReport, int]:
     """The report and the exit status the script itself would have had (torchlint's report comes on top)."""
-    watcher = Watch(None, None, explode_factor=explode_factor, max_steps=max_steps)
+    watcher = Watch(None, None, explode_factor=explode_factor, max_steps=max_steps, on_step=on_step)
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     sys.argv = [path, *script_args]
     sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
@@ -30,10 +31,10 @@ def run_script(path: str, script_args: list[str], max_steps: int | None, explode
         status = 1
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path
-    report = RunReport(os.path.basename(path), [], "process", steps=watcher.step, events=watcher.events)
-    for event in report.events:
-        if event.code == "TL904" and not event.confirmed:  # what the source says keeps memory alive
-            from torchlint.api import check_paths
+    report = RunReport(os.path.basename(path), [], "process", steps=watcher.step, events=watcher.events,
+                       history=watcher.history, sources=[os.path.abspath(path), *watcher.sources()])
+    from torchlint.runtime.confirm import explain
 
-            event.confirmed = [f for f in check_paths([path]) if f.code == "TL402"]
+    for event in report.events:  # the script itself may hold the cause (a loop keeping losses alive...)
+        explain(event, report.sources)
     return report, status

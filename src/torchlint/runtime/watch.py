@@ -1,38 +1,41 @@
 """`with torchlint.watch(model, optimizer):` cheap per-step checks, slow path only when one fires.
 
 Cheap path, every step: each module's output contributes one float32 sum (its finiteness says
-whether the output holds a NaN/Inf); gradients get one foreach norm; the step boundary is the
-optimizer's step pre-hook. All of it is read with a single device sync per step. Gradient norms at
-module outputs and inputs are kept as tensors and read only when something fires.
+whether the output holds a NaN/Inf); gradients and parameters get one foreach norm each; the loss
+is the tensor `backward()` was last called on. The step boundary is the optimizer's step pre-hook,
+and all of it is read there with a single device sync per step. The parameter norm read at step
+N+1 is the one `optimizer.step()` left at step N, so NaN parameters (TL906) and a step that
+dwarfs the weights (TL903) are found without a second sync. At the start of each forward pass the
+RNG state is kept (a few KiB, no sync) so that a replay draws the same dropout masks.
 
-Slow path, for the failing step only: the first module (in completion order) whose output is not
-finite, or the module that amplifies the gradient most, is re-run on its saved input under a
-TorchFunctionMode that records every op and its source line, which names the op.
+Slow path, for the failing step only (see `replay`): the forward pass is replayed from its
+inputs to name the op, or the backward under anomaly detection, or the module that amplifies the
+gradient most is replayed to find the op with the largest amplification.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import statistics
-import traceback
+import time
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import torch
-from torch.overrides import TorchFunctionMode
 
+from torchlint.runtime import replay
 from torchlint.runtime.catalog import (
     EXPLODING_GRADIENT,
     MEMORY_GROWTH,
     NON_FINITE_FORWARD,
     NON_FINITE_GRADIENT,
+    NON_FINITE_PARAMETER,
+    VANISHING_GRADIENT,
 )
+from torchlint.runtime.optim_state import explain_non_finite, explain_vanishing
 
 MEMORY_WINDOW = 20  # steps
 MEMORY_MIN_GROWTH = 8 * 2**20  # bytes over the window
-
-_TORCH_ROOT = str(Path(torch.__file__).parent)
-_HERE = str(Path(__file__).resolve().parents[1])
 
 
 @dataclass
@@ -45,32 +48,40 @@ class Event:
     op: str | None = None
     file: str | None = None
     line: int | None = None
-    confirmed: list = field(default_factory=list)  # static findings at the same line
+    confirmed: list = field(default_factory=list)  # static findings at the same line, or that explain it
 
 
-def _user_frame() -> tuple[str | None, int | None]:
-    for frame in reversed(traceback.extract_stack()):
-        if not frame.filename.startswith(_TORCH_ROOT) and not frame.filename.startswith(_HERE) \
-                and "contextlib" not in frame.filename:
-            return frame.filename, frame.lineno
-    return None, None
+@dataclass
+class StepStats:
+    """What the one sync of a step read (NaN where unknown); memory in bytes, time in seconds."""
+
+    step: int
+    loss: float
+    grad_norm: float
+    param_norm: float
+    memory: int
+    seconds: float
 
 
-class _OpRecorder(TorchFunctionMode):
-    """Records each torch op run inside it: name, output tensor, inputs, the user's source line."""
+@dataclass
+class _Track:
+    """Per optimizer: its history, so that two optimizers (a GAN) do not mix their norms."""
 
-    def __init__(self) -> None:
-        super().__init__()
-        self.records: list[tuple[str, torch.Tensor, list[torch.Tensor], str | None, int | None]] = []
+    norms: list[float] = field(default_factory=list)
+    param_norms: torch.Tensor | None = None  # per parameter, after its last step
+    param_total: float | None = None
+    last_step: int | None = None
+    low_steps: int = 0
 
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        result = func(*args, **(kwargs or {}))
-        name = getattr(func, "__name__", str(func))
-        if isinstance(result, torch.Tensor) and not name.startswith("__get") and name not in ("detach", "size", "dim"):
-            inputs = [a for a in args if isinstance(a, torch.Tensor)]
-            file, line = _user_frame()
-            self.records.append((name, result, inputs, file, line))
-        return result
+
+@dataclass
+class _Call:
+    """An outermost forward call of the step: the module, its inputs and the RNG state before it."""
+
+    module: torch.nn.Module
+    args: tuple
+    kwargs: dict
+    rng: tuple
 
 
 class StopRun(Exception):
@@ -82,141 +93,332 @@ class Watch:
 
     def __init__(self, model: torch.nn.Module | None, optimizer: torch.optim.Optimizer | None,
                  explode_factor: float = 1e3, warmup: int = 5, stop_at_first: bool = True,
-                 max_steps: int | None = None) -> None:
+                 max_steps: int | None = None, on_step=None) -> None:
         self.model = model
         self.optimizer = optimizer
         self.explode_factor = explode_factor
         self.warmup = warmup
         self.stop_at_first = stop_at_first
+        self.max_steps = max_steps
+        self.on_step = on_step  # called with each StepStats (the progress bar)
         self.step = 0
         self.events: list[Event] = []
-        self.norm_history: list[float] = []
-        self.max_steps = max_steps
-        self.memory: list[int] = []
+        self.history: list[StepStats] = []
+        self._tracks: dict[torch.optim.Optimizer, _Track] = {}
         # keyed by module object: names are resolved only on the slow path
-        self._sums: list[tuple[torch.nn.Module, torch.Tensor]] = []
+        self._sums: list[tuple[torch.nn.Module, int, torch.Tensor]] = []  # (module, call index, sum)
+        self._calls: list[_Call] = []
+        self._depth = 0
+        self._rng: tuple | None = None
         self._inputs: dict[torch.nn.Module, tuple] = {}
         self._grad_out: dict[torch.nn.Module, torch.Tensor] = {}
         self._grad_in: dict[torch.nn.Module, torch.Tensor] = {}
+        self._loss: torch.Tensor | None = None
+        self._roots: dict[int, set[type]] = {}  # outermost modules seen: the classes they are made of
         self._handles: list = []
+        self._backward = None
         self._replaying = False
+        self._clock = time.perf_counter()
 
     # -- installation ------------------------------------------------------------------
     def __enter__(self) -> Watch:
         if self.model is None:  # process-wide: every module and every optimizer of the program
-            from torch.nn.modules.module import register_module_forward_hook
+            from torch.nn.modules.module import (
+                register_module_forward_hook,
+                register_module_forward_pre_hook,
+            )
             from torch.optim.optimizer import register_optimizer_step_pre_hook
 
-            self._handles.append(register_module_forward_hook(self._on_forward))
+            self._handles.append(register_module_forward_pre_hook(self._on_pre_forward))
+            self._handles.append(register_module_forward_hook(self._on_forward, with_kwargs=True, always_call=True))
             self._handles.append(register_optimizer_step_pre_hook(self._before_step))
-            return self
-        for module in self.model.modules():
-            self._handles.append(module.register_forward_hook(self._on_forward))
-        self._handles.append(self.optimizer.register_step_pre_hook(self._before_step))
+        else:
+            for module in self.model.modules():
+                self._handles.append(module.register_forward_pre_hook(self._on_pre_forward))
+                self._handles.append(module.register_forward_hook(self._on_forward, with_kwargs=True,
+                                                                  always_call=True))
+            self._handles.append(self.optimizer.register_step_pre_hook(self._before_step))
+        self._patch_backward()
+        self._clock = time.perf_counter()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, exc_type, *exc) -> None:
         for handle in self._handles:
             handle.remove()
         self._handles.clear()
+        if self._backward is not None:
+            torch.Tensor.backward = self._backward
+            self._backward = None
+        if exc_type is None or issubclass(exc_type, StopRun):
+            self._after_last_step()
 
-    def _on_forward(self, module, args, output) -> None:
+    def _patch_backward(self) -> None:
+        """Remember the scalar that `backward()` is called on: the loss, read with the step's sync."""
+        original = torch.Tensor.backward
+        watcher = self
+
+        def backward(tensor, *args, **kwargs):
+            if tensor.numel() == 1 and not watcher._replaying:
+                watcher._loss = tensor.detach()
+            return original(tensor, *args, **kwargs)
+
+        self._backward = original
+        torch.Tensor.backward = backward
+
+    def _on_pre_forward(self, module, args) -> None:
         if self._replaying:
             return
+        if self._depth == 0:  # an outermost call begins: keep the RNG state its replay must start from
+            self._rng = replay.rng_state()
+        self._depth += 1
+
+    def _on_forward(self, module, args, kwargs, output) -> None:
+        if self._replaying:
+            return
+        self._depth = max(self._depth - 1, 0)
+        self._inputs[module] = (args, kwargs)
+        if self._depth == 0:  # calls are numbered in completion order of the outermost ones
+            self._calls.append(_Call(module, args, kwargs, self._rng))
+            if id(module) not in self._roots:
+                self._roots[id(module)] = {type(m) for m in module.modules()}
         out = output if isinstance(output, torch.Tensor) else next(
             (o for o in (output if isinstance(output, (tuple, list)) else ()) if isinstance(o, torch.Tensor)), None)
         if out is None or not out.is_floating_point():
             return
-        self._sums.append((module, out.detach().float().sum()))
-        self._inputs[module] = args
+        call_index = len(self._calls) - 1 if self._depth == 0 else len(self._calls)
+        self._sums.append((module, call_index, out.detach().float().sum()))
         if out.requires_grad:
             out.register_hook(lambda grad, m=module: self._grad_out.__setitem__(m, grad))
         first = args[0] if args and isinstance(args[0], torch.Tensor) else None
         if first is not None and first.requires_grad:
             first.register_hook(lambda grad, m=module: self._grad_in.__setitem__(m, grad))
 
+    def sources(self) -> list[str]:
+        """The user's files that define the watched modules' classes (not torch's)."""
+        import inspect
+
+        types = {type(m) for m in self.model.modules()} if self.model is not None else set().union(*self._roots.values())
+        files = set()
+        for cls in types:
+            try:
+                file = inspect.getsourcefile(cls)
+            except TypeError:
+                continue
+            if file and not file.startswith((replay.TORCH_ROOT, replay.HERE)):
+                files.add(os.path.abspath(file))
+        return sorted(files)
+
     def _name_of(self, module: torch.nn.Module) -> str:
         """Its path in the watched model, or in the outermost module seen this step that contains it."""
-        roots = [self.model] if self.model is not None else [m for m, _ in reversed(self._sums)]
+        roots = [self.model] if self.model is not None else [c.module for c in self._calls]
         for root in roots:
             for name, sub in root.named_modules():
                 if sub is module:
                     return name or ("<model>" if self.model is not None else type(root).__name__)
         return type(module).__name__
 
+    def _param_name(self, param: torch.Tensor, index: int) -> str:
+        roots = [self.model] if self.model is not None else [c.module for c in self._calls]
+        for root in roots:
+            for name, candidate in root.named_parameters():
+                if candidate is param:
+                    return name
+        return f"parameter {index}"
+
     # -- the cheap check, once per step ------------------------------------------------------
     def _before_step(self, optimizer, args, kwargs) -> None:
         self.step += 1
-        grads = [p.grad for group in optimizer.param_groups for p in group["params"] if p.grad is not None]
-        sums = torch.stack([s for _, s in self._sums]) if self._sums else torch.zeros(1)
-        norms = torch._foreach_norm(grads) if grads else [torch.zeros(())]
-        total = torch.linalg.vector_norm(torch.stack([n.float() for n in norms]))
-        forward_ok, grad_norm = torch.stack([torch.isfinite(sums).all().float(), total.float()]).tolist()  # one sync
+        track = self._tracks.setdefault(optimizer, _Track())
+        params = [p for group in optimizer.param_groups for p in group["params"]]
+        grads = [p.grad for p in params if p.grad is not None]
+        device = grads[0].device if grads else (params[0].device if params else torch.device("cpu"))
+        sums = torch.stack([s.to(device) for _, _, s in self._sums]) if self._sums else torch.zeros(1, device=device)
+        grad_norm = _total_norm(grads, device)
+        param_norms = _norms([p.detach() for p in params], device)
+        # torch.full, not torch.tensor: a fill kernel, no host-to-device copy (which would sync on CUDA)
+        loss = self._loss.float().to(device).reshape(()) if self._loss is not None else torch.full((), math.nan,
+                                                                                                     device=device)
+        forward_ok, grad_norm, param_total, loss = torch.stack(  # the one sync of the step
+            [torch.isfinite(sums).all().float(), grad_norm, torch.linalg.vector_norm(param_norms), loss]).tolist()
+        memory = self._memory(device)
+        now = time.perf_counter()
+        stats = StepStats(self.step, loss, grad_norm, param_total, memory, now - self._clock)
+        self._clock = now
+        self.history.append(stats)
         try:
-            if not forward_ok:
-                self._forward_event(sums)
-            elif not torch.isfinite(torch.tensor(grad_norm)):
-                self._gradient_event(grad_norm)
-            elif len(self.norm_history) >= self.warmup and \
-                    grad_norm > self.explode_factor * statistics.median(self.norm_history[-50:]):
-                self._explosion_event(grad_norm, statistics.median(self.norm_history[-50:]))
-            else:
-                self.norm_history.append(grad_norm)
-                self._check_memory(grads[0].device if grads else torch.device("cpu"))
+            self._judge(optimizer, track, params, param_norms, stats, forward_ok, bool(grads))
+            if self.on_step is not None:
+                self.on_step(stats)
             if self.events and self.stop_at_first and self.model is None:
                 raise StopRun()
             if self.max_steps is not None and self.step >= self.max_steps:
                 raise StopRun()
         finally:
+            track.param_norms, track.param_total, track.last_step = param_norms, param_total, self.step
             self._sums.clear()
+            self._calls.clear()
             self._inputs.clear()
             self._grad_out.clear()
             self._grad_in.clear()
+            self._loss = None
+            self._depth = 0
+
+    def _judge(self, optimizer, track: _Track, params, param_norms, stats: StepStats, forward_ok: float,
+               has_grads: bool) -> None:
+        """The first thing wrong, in causal order: the parameters the last update left, then this
+        step's forward, its gradients, their growth, their vanishing, memory."""
+        median = statistics.median(track.norms[-50:]) if len(track.norms) >= self.warmup else None
+        if not math.isfinite(stats.param_norm):
+            self._parameter_event(optimizer, track, params, param_norms)
+        elif track.param_total and stats.param_norm > self.explode_factor * track.param_total:
+            self._update_event(track, params, param_norms, stats.param_norm)
+        elif not forward_ok:
+            self._forward_event()
+        elif not math.isfinite(stats.grad_norm):
+            self._gradient_event(stats.grad_norm)
+        elif median is not None and stats.grad_norm > self.explode_factor * median:
+            self._explosion_event(stats.grad_norm, median)
+        else:
+            track.norms.append(stats.grad_norm)
+            floor = min((group.get("eps") or 0.0 for group in optimizer.param_groups), default=0.0)
+            track.low_steps = track.low_steps + 1 if has_grads and stats.grad_norm <= floor else 0
+            if track.low_steps == self.warmup:
+                self._vanishing_event(optimizer, stats.grad_norm, floor)
+            self._check_memory(stats.memory, params[0].device if params else torch.device("cpu"))
+
+    def _after_last_step(self) -> None:
+        """The parameters the final optimizer.step() left: one more sync, at the end of the run."""
+        for optimizer, track in self._tracks.items():
+            if track.param_total is None or (self.events and self.stop_at_first):
+                continue
+            params = [p for group in optimizer.param_groups for p in group["params"]]
+            if not params:
+                continue
+            param_norms = _norms([p.detach() for p in params], params[0].device)
+            total = torch.linalg.vector_norm(param_norms).item()
+            if not math.isfinite(total):
+                self._parameter_event(optimizer, track, params, param_norms)
+            elif track.param_total and total > self.explode_factor * track.param_total:
+                self._update_event(track, params, param_norms, total)
 
     def _record(self, event: Event) -> None:
         if self.stop_at_first and self.events:
             return
-        from torchlint.runtime.confirm import confirm
+        from torchlint.runtime.confirm import confirm, explain
 
         confirm(event)
+        explain(event, self.sources())
         self.events.append(event)
 
-    # -- slow paths: name the module and the op ----------------------------------------------------
-    def _forward_event(self, sums: torch.Tensor) -> None:
-        finite = torch.isfinite(sums).tolist()
-        module = self._sums[finite.index(False)][0]
+    # -- slow paths: name the module, the parameter and the op --------------------------------------
+    def _forward_event(self) -> None:
+        finite = torch.isfinite(torch.stack([s for _, _, s in self._sums])).tolist()
+        module, call_index, _ = self._sums[finite.index(False)]
         name = self._name_of(module)
-        op = file = line = None
-        if module in self._inputs:
-            recorder = _OpRecorder()
+        found = None
+        if 0 <= call_index < len(self._calls):
+            call = self._calls[call_index]
             self._replaying = True
             try:
-                with torch.no_grad(), recorder:
-                    module(*self._inputs[module])
+                found = replay.first_non_finite_op(call.module, call.args, call.kwargs, call.rng)
             finally:
                 self._replaying = False
-            for op_name, out, inputs, op_file, op_line in recorder.records:
-                if not torch.isfinite(out).all() and all(torch.isfinite(i).all() for i in inputs if i.is_floating_point()):
-                    op, file, line = op_name, op_file, op_line
-                    break
+        op, file, line, stats = found or (None, None, None, None)
         where = f"`{name}`" + (f", op torch.{op} at {os.path.basename(file)}:{line}" if op else "")
+        detail = f" ({stats})" if stats else ""
         self._record(Event(NON_FINITE_FORWARD.code, NON_FINITE_FORWARD.name, self.step,
-                           f"step {self.step}: first non-finite output in {where}", name, op, file, line))
+                           f"step {self.step}: first non-finite output in {where}{detail}", name, op, file, line))
 
-    def _check_memory(self, device: torch.device) -> None:
-        """Allocated CUDA memory (a host-side counter: no sync) or the process RSS, once per step."""
-        if device.type == "cuda":
-            used = torch.cuda.memory_allocated(device)
-        else:
+    def _gradient_event(self, grad_norm: float) -> None:
+        """Finite forward, non-finite gradient (sqrt or norm at 0...): replay this step's forward and
+        backward under anomaly detection. The parameters have not been updated yet (this is the step
+        pre-hook) and the forward's RNG state was kept, so the replay is the same computation."""
+        backward = file = line = None
+        root = self._sums[-1][0] if self._sums else None  # the outermost module completes last
+        call = next((c for c in reversed(self._calls) if c.module is root), None)
+        if call is not None and root in self._grad_out and torch.isfinite(self._grad_out[root]).all():
+            self._replaying = True
             try:
-                with open("/proc/self/statm") as statm:
-                    used = int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-            except (OSError, ValueError, IndexError):
-                return
-        self.memory.append(used)
-        if len(self.memory) <= MEMORY_WINDOW or any(e.code == MEMORY_GROWTH.code for e in self.events):
+                backward, file, line = replay.anomaly_replay(root, call.args, call.kwargs, self._grad_out[root],
+                                                             call.rng)
+            finally:
+                self._replaying = False
+        where = f": {backward} at {os.path.basename(file)}:{line}" if backward else ""
+        self._record(Event(NON_FINITE_GRADIENT.code, NON_FINITE_GRADIENT.name, self.step,
+                           f"step {self.step}: gradient norm is {grad_norm} with a finite forward pass{where}",
+                           self._name_of(root) if root is not None else None,
+                           backward.removesuffix("Backward0").lower() if backward else None, file, line))
+
+    def _explosion_event(self, grad_norm: float, median: float) -> None:
+        amplification = {}
+        for module, grad_in in self._grad_in.items():
+            grad_out = self._grad_out.get(module)
+            if grad_out is not None:
+                amplification[module] = (grad_in.norm() / grad_out.norm().clamp_min(1e-30)).item()
+        module = max(amplification, key=amplification.get) if amplification else None
+        name = self._name_of(module) if module is not None else None
+        op = file = line = stats = None
+        if module is not None and module in self._inputs and module in self._grad_out:
+            call = next((c for c in self._calls if c.module is module), None)
+            args, kwargs = self._inputs[module]
+            self._replaying = True
+            try:
+                op, file, line, stats = replay.amplifying_op(module, args, kwargs, self._grad_out[module],
+                                                             call.rng if call else None)
+            finally:
+                self._replaying = False
+        where = f" in `{name}`" + (f", op torch.{op} at {os.path.basename(file)}:{line}" if op else "") if name else ""
+        detail = f" ({stats})" if stats else ""
+        self._record(Event(EXPLODING_GRADIENT.code, EXPLODING_GRADIENT.name, self.step,
+                           f"step {self.step}: gradient norm {grad_norm:.3g} is {grad_norm / median:.3g}x the "
+                           f"running median {median:.3g}{where}{detail}", name, op, file, line))
+
+    def _update_event(self, track: _Track, params, param_norms: torch.Tensor, total: float) -> None:
+        """One optimizer.step() multiplied the parameter norm: the update dwarfs the weights (a large
+        initialisation or learning rate), found from step 1 on, before any gradient history exists."""
+        growth = (param_norms - track.param_norms.to(param_norms.device)).tolist()
+        index = max(range(len(growth)), key=growth.__getitem__)
+        name = self._param_name(params[index], index)
+        step = track.last_step
+        grad_norm = next((s.grad_norm for s in self.history if s.step == step), math.nan)
+        self._record(Event(EXPLODING_GRADIENT.code, EXPLODING_GRADIENT.name, step,
+                           f"step {step}: optimizer.step() multiplied the parameter norm by "
+                           f"{total / track.param_total:.3g} ({track.param_total:.3g} -> {total:.3g}; gradient norm "
+                           f"{grad_norm:.3g}), most in `{name}`: the update dwarfs the weights", name))
+
+    def _parameter_event(self, optimizer, track: _Track, params, param_norms: torch.Tensor) -> None:
+        finite = torch.isfinite(param_norms).tolist()
+        index = finite.index(False)
+        name = self._param_name(params[index], index)
+        step = track.last_step
+        when = f"step {step}: optimizer.step()" if step else "before the first step: the initialisation"
+        why = explain_non_finite(optimizer, params[index]) if step else ""
+        self._record(Event(NON_FINITE_PARAMETER.code, NON_FINITE_PARAMETER.name, step or 0,
+                           f"{when} left `{name}` non-finite "
+                           f"({replay.tensor_stats(params[index])}){why}", name))
+
+    def _vanishing_event(self, optimizer, grad_norm: float, floor: float) -> None:
+        first = self.step - self.warmup + 1
+        self._record(Event(VANISHING_GRADIENT.code, VANISHING_GRADIENT.name, self.step,
+                           f"steps {first}-{self.step}: {explain_vanishing(optimizer, grad_norm, floor)}"))
+
+    # -- memory ---------------------------------------------------------------------------------
+    @staticmethod
+    def _memory(device: torch.device) -> int:
+        """Allocated CUDA memory (a host-side counter: no sync) or the process RSS."""
+        if device.type == "cuda":
+            return torch.cuda.memory_allocated(device)
+        try:
+            with open("/proc/self/statm") as statm:
+                return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+        except (OSError, ValueError, IndexError):
+            return 0
+
+    def _check_memory(self, used: int, device: torch.device) -> None:
+        memory = [s.memory for s in self.history]
+        if not used or len(memory) <= MEMORY_WINDOW or any(e.code == MEMORY_GROWTH.code for e in self.events):
             return
-        window = self.memory[-MEMORY_WINDOW - 1:]
+        window = memory[-MEMORY_WINDOW - 1:]
         rises = sum(b > a for a, b in zip(window, window[1:], strict=False))
         growth = window[-1] - window[0]
         if rises >= 0.8 * MEMORY_WINDOW and growth > max(MEMORY_MIN_GROWTH, 0.05 * window[0]):
@@ -227,91 +429,19 @@ class Watch:
                                f"{per_step:.1f} MiB per step ({window[0] / 2**20:.0f} -> {window[-1] / 2**20:.0f} MiB): "
                                "something keeps each iteration alive, such as a loss accumulated without .item() (TL402)"))
 
-    def _gradient_event(self, grad_norm: float) -> None:
-        """Finite forward, non-finite gradient (sqrt or norm at 0...): replay this step's backward
-        under anomaly detection. The parameters have not been updated yet, so no snapshot is needed."""
-        backward = file = line = None
-        root = self._sums[-1][0] if self._sums else None  # the outermost module completes last
-        if root is not None and root in self._inputs and root in self._grad_out \
-                and torch.isfinite(self._grad_out[root]).all():
-            backward, file, line = self._anomaly_replay(root)
-        where = f": {backward} at {os.path.basename(file)}:{line}" if backward else ""
-        self._record(Event(NON_FINITE_GRADIENT.code, NON_FINITE_GRADIENT.name, self.step,
-                           f"step {self.step}: gradient norm is {grad_norm} with a finite forward pass{where}",
-                           self._name_of(root) if root is not None else None,
-                           backward.removesuffix("Backward0").lower() if backward else None, file, line))
 
-    def _anomaly_replay(self, root: torch.nn.Module):
-        import re
-        import warnings
+def _norms(tensors: list[torch.Tensor], device: torch.device) -> torch.Tensor:
+    """Per-tensor L2 norms in float32, stacked (no sync)."""
+    if not tensors:
+        return torch.zeros(1, device=device)
+    # accumulated in float32: a float16 norm overflows at 65504 although every element is finite
+    return torch.stack([n.to(device) for n in torch._foreach_norm(tensors, 2, dtype=torch.float32)])
 
-        args = [a.detach() if isinstance(a, torch.Tensor) else a for a in self._inputs[root]]
-        params = [p for p in root.parameters() if p.requires_grad]
-        self._replaying = True
-        try:
-            with warnings.catch_warnings(record=True) as caught, torch.autograd.detect_anomaly(check_nan=True):
-                warnings.simplefilter("always")
-                out = root(*args)
-                try:
-                    torch.autograd.grad(out, params, grad_outputs=self._grad_out[root], allow_unused=True)
-                except RuntimeError as error:
-                    function = re.search(r"Function '(\w+)' returned nan", str(error))
-                    frames = "\n".join(str(w.message) for w in caught)
-                    found = [(f, int(n)) for f, n in re.findall(r'File "([^"]+)", line (\d+)', frames)
-                             if not f.startswith(_TORCH_ROOT) and not f.startswith(_HERE)]
-                    file, line = found[-1] if found else (None, None)
-                    return (function.group(1) if function else None), file, line
-        finally:
-            self._replaying = False
-        return None, None, None
 
-    def _explosion_event(self, grad_norm: float, median: float) -> None:
-        amplification = {}
-        for module, grad_in in self._grad_in.items():
-            grad_out = self._grad_out.get(module)
-            if grad_out is not None:
-                amplification[module] = (grad_in.norm() / grad_out.norm().clamp_min(1e-30)).item()
-        module = max(amplification, key=amplification.get) if amplification else None
-        name = self._name_of(module) if module is not None else None
-        op = file = line = None
-        if module is not None and module in self._inputs and module in self._grad_out:
-            op, file, line = self._amplifying_op(module)
-        where = f" in `{name}`" + (f", op torch.{op} at {os.path.basename(file)}:{line}" if op else "") if name else ""
-        self._record(Event(EXPLODING_GRADIENT.code, EXPLODING_GRADIENT.name, self.step,
-                           f"step {self.step}: gradient norm {grad_norm:.3g} is {grad_norm / median:.3g}x the "
-                           f"running median {median:.3g}{where}", name, op, file, line))
-
-    def _amplifying_op(self, module: torch.nn.Module):
-        """Replay the module with the same upstream gradient; the op whose input gradient is largest
-        relative to its output gradient is the one that blew it up. torch.autograd.grad leaves the
-        parameters' .grad untouched: the real step is about to use them."""
-        args = [a.detach().requires_grad_(True) if isinstance(a, torch.Tensor) and a.is_floating_point() else a
-                for a in self._inputs[module]]
-        recorder = _OpRecorder()
-        self._replaying = True
-        try:
-            with torch.enable_grad(), recorder:
-                out = module(*args)
-        finally:
-            self._replaying = False
-        tensors = [a for a in args if isinstance(a, torch.Tensor) and a.requires_grad]
-        tensors += [r for _, r, _, _, _ in recorder.records if r.requires_grad and r is not out]
-        grads = torch.autograd.grad(out, [*tensors, out], grad_outputs=self._grad_out[module], allow_unused=True)
-        by_id = {id(t): g for t, g in zip([*tensors, out], grads, strict=True)}
-        best, best_ratio = (None, None, None), 0.0
-        for op_name, result, inputs, file, line in recorder.records:
-            out_grad = by_id.get(id(result))
-            if out_grad is None or out_grad.norm().item() == 0:
-                continue
-            for tensor in inputs:
-                in_grad = by_id.get(id(tensor))
-                if in_grad is not None:
-                    ratio = in_grad.norm().item() / out_grad.norm().item()
-                    if ratio > best_ratio:
-                        best, best_ratio = (op_name, file, line), ratio
-        return best
+def _total_norm(tensors: list[torch.Tensor], device: torch.device) -> torch.Tensor:
+    return torch.linalg.vector_norm(_norms(tensors, device))
 
 
 def watch(model: torch.nn.Module, optimizer: torch.optim.Optimizer, **options) -> Watch:
-    """Use as `with torchlint.watch(model, optimizer) as w: ...`; then read `w.events`."""
+    """Use as `with torchlint.watch(model, optimizer) as w: ...`; then read `w.events` and `w.history`."""
     return Watch(model, optimizer, **options)

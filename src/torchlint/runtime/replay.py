@@ -1,0 +1,174 @@
+"""The slow path: re-run one module or one step to name the op, with the user's state left untouched.
+
+Every replay runs inside `preserved`: the RNG is set to the state it had when the step's forward
+began (so dropout draws the same mask), and afterwards the RNG and the module's buffers (BatchNorm
+running statistics) are put back as they were, so the user's run goes on exactly as without us.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import traceback
+import warnings
+from pathlib import Path
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+TORCH_ROOT = str(Path(torch.__file__).parent)
+HERE = str(Path(__file__).resolve().parents[1])
+_SKIPPED = ("detach", "size", "dim", "isfinite", "all")
+
+
+def user_frame() -> tuple[str | None, int | None]:
+    """The innermost frame of the stack that is the user's code (not torch, not torchlint)."""
+    for frame in reversed(traceback.extract_stack()):
+        if not frame.filename.startswith((TORCH_ROOT, HERE)) and "contextlib" not in frame.filename:
+            return frame.filename, frame.lineno
+    return None, None
+
+
+def rng_state() -> tuple:
+    """The default generators' state: CPU, and every CUDA device once CUDA is in use (no device sync)."""
+    cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_available() and torch.cuda.is_initialized() else None
+    return torch.get_rng_state(), cuda
+
+
+def set_rng_state(state: tuple) -> None:
+    cpu, cuda = state
+    torch.set_rng_state(cpu)
+    if cuda is not None:
+        torch.cuda.set_rng_state_all(cuda)
+
+
+@contextlib.contextmanager
+def preserved(module: torch.nn.Module, start_rng: tuple | None):
+    """Run a replay from the step's RNG state; restore the RNG and the module's buffers afterwards."""
+    saved_rng = rng_state()
+    buffers = [(b, b.detach().clone()) for b in module.buffers()]
+    if start_rng is not None:
+        set_rng_state(start_rng)
+    try:
+        yield
+    finally:
+        with torch.no_grad():
+            for buffer, copy in buffers:
+                buffer.copy_(copy)
+        set_rng_state(saved_rng)
+
+
+def tensor_stats(tensor: torch.Tensor) -> str:
+    """min/max of the finite values and the NaN/Inf counts, e.g. `min -2.1, max 0.003, 0 NaN, 0 Inf of 64`."""
+    values = tensor.detach().float()
+    finite = values[torch.isfinite(values)]
+    nan, inf = int(torch.isnan(values).sum()), int(torch.isinf(values).sum())
+    span = f"min {finite.min().item():.3g}, max {finite.max().item():.3g}, " if finite.numel() else ""
+    return f"{span}{nan} NaN, {inf} Inf of {values.numel()}"
+
+
+def _first_tensor(output):
+    """The tensor a module's tuple/list output starts with (the one whose gradient the hooks kept)."""
+    return next((o for o in output if isinstance(o, torch.Tensor)), None) if isinstance(output, (tuple, list)) \
+        else None
+
+
+class _FirstNonFinite(Exception):
+    pass
+
+
+class OpRecorder(TorchFunctionMode):
+    """Records each torch op run inside it: name, output, tensor inputs and the user's source line.
+
+    With `stop_at_non_finite`, nothing is kept: the first op whose inputs are finite and whose output
+    is not is recorded and the replay is cut short there.
+    """
+
+    def __init__(self, stop_at_non_finite: bool = False) -> None:
+        super().__init__()
+        self.stop = stop_at_non_finite
+        self.records: list[tuple[str, torch.Tensor, list[torch.Tensor], str | None, int | None]] = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        result = func(*args, **(kwargs or {}))
+        name = getattr(func, "__name__", str(func))
+        if not isinstance(result, torch.Tensor) or name.startswith("__get") or name in _SKIPPED:
+            return result
+        inputs = [a for a in args if isinstance(a, torch.Tensor)]
+        if self.stop:
+            if result.is_floating_point() and not torch.isfinite(result).all() and \
+                    all(torch.isfinite(i).all() for i in inputs if i.is_floating_point()):
+                self.records.append((name, result, inputs, *user_frame()))
+                raise _FirstNonFinite
+            return result
+        self.records.append((name, result, inputs, *user_frame()))
+        return result
+
+
+def first_non_finite_op(root: torch.nn.Module, args: tuple, kwargs: dict, start_rng: tuple | None):
+    """Replay `root` from the step's RNG state; (op, file, line, stats) of the first op that turns
+    finite inputs into NaN/Inf, or None."""
+    recorder = OpRecorder(stop_at_non_finite=True)
+    with preserved(root, start_rng), torch.no_grad(), recorder:
+        try:
+            root(*args, **kwargs)
+        except _FirstNonFinite:
+            pass
+    if not recorder.records:
+        return None
+    name, out, inputs, file, line = recorder.records[0]
+    stats = "; ".join(f"input {tensor_stats(i)}" for i in inputs if i.is_floating_point())
+    return name, file, line, f"{stats}; output {tensor_stats(out)}"
+
+
+def anomaly_replay(root: torch.nn.Module, args: tuple, kwargs: dict, grad_out: torch.Tensor,
+                   start_rng: tuple | None):
+    """Replay the step's forward and backward under detect_anomaly(check_nan=True): the backward
+    function that returned NaN and the user's line of its forward op. .grad is left untouched."""
+    args = [a.detach() if isinstance(a, torch.Tensor) else a for a in args]
+    kwargs = {k: v.detach() if isinstance(v, torch.Tensor) else v for k, v in kwargs.items()}
+    params = [p for p in root.parameters() if p.requires_grad]
+    with preserved(root, start_rng), warnings.catch_warnings(record=True) as caught, \
+            torch.autograd.detect_anomaly(check_nan=True):
+        warnings.simplefilter("always")
+        out = root(*args, **kwargs)
+        out = out if isinstance(out, torch.Tensor) else _first_tensor(out)
+        try:
+            torch.autograd.grad(out, params, grad_outputs=grad_out, allow_unused=True)
+        except RuntimeError as error:
+            function = re.search(r"Function '(\w+)' returned nan", str(error))
+            frames = "\n".join(str(w.message) for w in caught)
+            found = [(f, int(n)) for f, n in re.findall(r'File "([^"]+)", line (\d+)', frames)
+                     if not f.startswith((TORCH_ROOT, HERE))]
+            file, line = found[-1] if found else (None, None)
+            return (function.group(1) if function else None), file, line
+    return None, None, None
+
+
+def amplifying_op(module: torch.nn.Module, args: tuple, kwargs: dict, grad_out: torch.Tensor,
+                  start_rng: tuple | None):
+    """Replay the module with the same upstream gradient; the op whose input gradient is largest
+    relative to its output gradient blew it up: (op, file, line, stats of its inputs)."""
+    args = [a.detach().requires_grad_(True) if isinstance(a, torch.Tensor) and a.is_floating_point() else a
+            for a in args]
+    recorder = OpRecorder()
+    with preserved(module, start_rng):
+        with torch.enable_grad(), recorder:
+            out = module(*args, **kwargs)
+            out = out if isinstance(out, torch.Tensor) else _first_tensor(out)
+        tensors = [a for a in args if isinstance(a, torch.Tensor) and a.requires_grad]
+        tensors += [r for _, r, _, _, _ in recorder.records if r.requires_grad and r is not out]
+        grads = torch.autograd.grad(out, [*tensors, out], grad_outputs=grad_out, allow_unused=True)
+    by_id = {id(t): g for t, g in zip([*tensors, out], grads, strict=True)}
+    best, best_ratio = (None, None, None, None), 0.0
+    for op_name, result, inputs, file, line in recorder.records:
+        out_grad = by_id.get(id(result))
+        if out_grad is None or out_grad.norm().item() == 0:
+            continue
+        for tensor in inputs:
+            in_grad = by_id.get(id(tensor))
+            if in_grad is not None:
+                ratio = in_grad.norm().item() / out_grad.norm().item()
+                if ratio > best_ratio:
+                    best, best_ratio = (op_name, file, line, f"input {tensor_stats(tensor)}"), ratio
+    return best
