@@ -417,3 +417,89 @@ def test_float16_gradients_whose_norm_exceeds_float16_are_not_called_infinite():
         (model(torch.ones(256, 64).half()).float().sum() * 8).backward()  # elements ~2048: norm ~1.3e5
         optimizer.step()
     assert watcher.events == [] and watcher.history[0].grad_norm > 65504
+
+
+def test_sparse_embedding_gradients_are_checked():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Embedding(100, 8, sparse=True), torch.nn.Linear(8, 1))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    tokens = torch.randint(0, 100, (16, 4))
+    with torchlint.watch(model, optimizer) as watcher:
+        for _ in range(3):
+            optimizer.zero_grad()
+            model(tokens).pow(2).mean().backward()
+            optimizer.step()
+    assert watcher.events == [] and all(s.grad_norm > 0 for s in watcher.history)
+
+
+def test_an_internal_error_switches_the_watch_off_instead_of_stopping_training(monkeypatch):
+    from torchlint.runtime import watch as watch_module
+
+    def broken(*_):
+        raise ValueError("boom")
+
+    monkeypatch.delenv("TORCHLINT_STRICT")
+    monkeypatch.setattr(watch_module, "_norms", broken)  # also used when the run ends
+    model = torch.nn.Linear(4, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    with pytest.warns(UserWarning, match="torchlint: watch switched off after an internal error: ValueError"):
+        with torchlint.watch(model, optimizer):
+            for _ in range(3):
+                optimizer.zero_grad()
+                model(torch.randn(2, 4)).sum().backward()
+                optimizer.step()  # still steps: the training goes on
+    assert not model._forward_hooks and not optimizer._optimizer_step_pre_hooks
+
+
+class MaskedAttention(torch.nn.Module):
+    """A causal mask module whose output is -inf above the diagonal: softmax absorbs it."""
+
+    class CausalMask(torch.nn.Module):
+        def forward(self, scores):
+            size = scores.shape[-1]
+            return torch.full((size, size), float("-inf")).triu(1)
+
+    def __init__(self, log_of_zero=False):
+        super().__init__()
+        self.qk = torch.nn.Linear(8, 8)
+        self.mask = self.CausalMask()
+        self.log_of_zero = log_of_zero
+
+    def forward(self, x):
+        scores = self.qk(x) @ x.transpose(-1, -2)
+        weights = torch.softmax(scores + self.mask(scores), dim=-1)
+        if self.log_of_zero:
+            weights = torch.log(weights)  # 0 above the diagonal: -inf reaches the loss
+        return weights @ x
+
+
+def test_minus_inf_masks_are_not_findings_but_a_log_of_zero_is():
+    for log_of_zero, expected in ((False, []), (True, [("TL901", "log")])):
+        torch.manual_seed(0)
+        model = MaskedAttention(log_of_zero)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+        with torchlint.watch(model, optimizer) as watcher:
+            for _ in range(3):
+                optimizer.zero_grad()
+                model(torch.randn(2, 5, 8)).pow(2).mean().backward()
+                optimizer.step()
+        assert [(e.code, e.op) for e in watcher.events] == expected
+    [event] = watcher.events  # the NaN comes from matmul over -inf; its origin is the log of 0
+    assert event.line == MaskedAttention.forward.__code__.co_firstlineno + 4
+    assert "20 Inf of 50; it becomes NaN in torch.matmul at test_runtime.py:" in event.message
+
+
+def test_a_converged_run_with_zero_gradients_is_not_vanishing():
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 1)
+    optimizer = torch.optim.SGD(model.parameters(), lr=1.0)
+    labels = torch.randint(0, 2, (16, 1)) * 2.0 - 1
+    x = torch.cat([labels * 2, torch.randn(16, 3) * 0.1], dim=1)  # separable with a margin: the hinge reaches 0
+    with torchlint.watch(model, optimizer) as watcher:
+        for _ in range(30):
+            optimizer.zero_grad()
+            torch.relu(1 - labels * model(x)).mean().backward()
+            optimizer.step()
+    losses = [s.loss for s in watcher.history]
+    assert losses[0] > 0 and losses[-10:] == [0.0] * 10  # gradient 0 is expected once it is 0
+    assert watcher.events == []

@@ -331,7 +331,9 @@ def _emit_run(report, args: argparse.Namespace, status: int) -> int:
 
         text = FORMATS[args.output_format](run_findings(report), root=os.getcwd())
     _emit(text, args.output_file)
-    return EXIT_FINDINGS if report.events else status
+    if status:  # a script that failed keeps its own exit status
+        return status
+    return EXIT_FINDINGS if report.events else EXIT_OK
 
 
 def _merge_depths(graph_findings):

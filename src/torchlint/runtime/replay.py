@@ -8,6 +8,7 @@ running statistics) are put back as they were, so the user's run goes on exactly
 from __future__ import annotations
 
 import contextlib
+import os
 import re
 import traceback
 import warnings
@@ -80,14 +81,18 @@ class _FirstNonFinite(Exception):
 class OpRecorder(TorchFunctionMode):
     """Records each torch op run inside it: name, output, tensor inputs and the user's source line.
 
-    With `stop_at_non_finite`, nothing is kept: the first op whose inputs are finite and whose output
-    is not is recorded and the replay is cut short there.
+    With `stop_at`, only what the search needs is kept. The first op that turns inputs free of it
+    into an output with it ("nan": NaN; "non-finite": NaN or Inf) is recorded last, and the replay
+    is cut short there. Ops whose output holds an infinity are kept in `infinite`, by output
+    identity, so that a NaN made of infinities (inf - inf, 0 * inf) can be traced back to the op
+    that made the infinity.
     """
 
-    def __init__(self, stop_at_non_finite: bool = False) -> None:
+    def __init__(self, stop_at: str | None = None) -> None:
         super().__init__()
-        self.stop = stop_at_non_finite
+        self.stop = stop_at
         self.records: list[tuple[str, torch.Tensor, list[torch.Tensor], str | None, int | None]] = []
+        self.infinite: dict[int, tuple[str, torch.Tensor, list[torch.Tensor], str | None, int | None]] = {}
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         result = func(*args, **(kwargs or {}))
@@ -95,20 +100,43 @@ class OpRecorder(TorchFunctionMode):
         if not isinstance(result, torch.Tensor) or name.startswith("__get") or name in _SKIPPED:
             return result
         inputs = [a for a in args if isinstance(a, torch.Tensor)]
-        if self.stop:
-            if result.is_floating_point() and not torch.isfinite(result).all() and \
-                    all(torch.isfinite(i).all() for i in inputs if i.is_floating_point()):
-                self.records.append((name, result, inputs, *user_frame()))
-                raise _FirstNonFinite
+        if not self.stop:
+            self.records.append((name, result, inputs, *user_frame()))
             return result
-        self.records.append((name, result, inputs, *user_frame()))
+        if not result.is_floating_point():
+            return result
+        bad = torch.isnan if self.stop == "nan" else (lambda t: ~torch.isfinite(t))
+        if bad(result).any() and not any(bad(i).any() for i in inputs if i.is_floating_point()):
+            self.records.append((name, result, inputs, *user_frame()))
+            raise _FirstNonFinite
+        if self.stop == "nan" and torch.isinf(result).any():
+            self.infinite[id(result)] = (name, result, inputs, *user_frame())
         return result
 
+    def origin(self, record):
+        """Follow inputs holding an infinity back to the op that made it from finite inputs."""
+        seen = set()
+        while True:
+            source = next((self.infinite[id(i)] for i in record[2] if id(i) in self.infinite and id(i) not in seen),
+                          None)
+            if source is None:
+                return record
+            seen.add(id(source[1]))
+            record = source
 
-def first_non_finite_op(root: torch.nn.Module, args: tuple, kwargs: dict, start_rng: tuple | None):
+
+def _describe(record) -> str:
+    _, out, inputs, _, _ = record
+    stats = "; ".join(f"input {tensor_stats(i)}" for i in inputs if i.is_floating_point())
+    return f"{stats}; output {tensor_stats(out)}"
+
+
+def first_non_finite_op(root: torch.nn.Module, args: tuple, kwargs: dict, start_rng: tuple | None,
+                        nan: bool = False):
     """Replay `root` from the step's RNG state; (op, file, line, stats) of the first op that turns
-    finite inputs into NaN/Inf, or None."""
-    recorder = OpRecorder(stop_at_non_finite=True)
+    finite inputs into NaN/Inf, or None. With `nan`, the first op that makes a NaN, or, when that NaN
+    is made of infinities, the op that made them (log of 0 before `0 * -inf`)."""
+    recorder = OpRecorder(stop_at="nan" if nan else "non-finite")
     with preserved(root, start_rng), torch.no_grad(), recorder:
         try:
             root(*args, **kwargs)
@@ -116,9 +144,15 @@ def first_non_finite_op(root: torch.nn.Module, args: tuple, kwargs: dict, start_
             pass
     if not recorder.records:
         return None
-    name, out, inputs, file, line = recorder.records[0]
-    stats = "; ".join(f"input {tensor_stats(i)}" for i in inputs if i.is_floating_point())
-    return name, file, line, f"{stats}; output {tensor_stats(out)}"
+    record = recorder.records[0]
+    origin = recorder.origin(record)
+    name, _, _, file, line = origin
+    stats = _describe(origin)
+    if origin is not record:
+        nan_file, nan_line = record[3], record[4]
+        where = f" at {os.path.basename(nan_file)}:{nan_line}" if nan_file else ""
+        stats += f"; it becomes NaN in torch.{record[0]}{where}"
+    return name, file, line, stats
 
 
 def anomaly_replay(root: torch.nn.Module, args: tuple, kwargs: dict, grad_out: torch.Tensor,

@@ -118,6 +118,7 @@ class Watch:
         self._handles: list = []
         self._backward = None
         self._replaying = False
+        self._disabled = False
         self._clock = time.perf_counter()
 
     # -- installation ------------------------------------------------------------------
@@ -149,7 +150,7 @@ class Watch:
         if self._backward is not None:
             torch.Tensor.backward = self._backward
             self._backward = None
-        if exc_type is None or issubclass(exc_type, StopRun):
+        if not self._disabled and (exc_type is None or issubclass(exc_type, StopRun)):
             self._after_last_step()
 
     def _patch_backward(self) -> None:
@@ -227,10 +228,26 @@ class Watch:
 
     # -- the cheap check, once per step ------------------------------------------------------
     def _before_step(self, optimizer, args, kwargs) -> None:
+        """The step hook. A failure of torchlint's own never stops the user's training: the watch
+        switches itself off with one warning (tests set TORCHLINT_STRICT to see the error instead)."""
+        try:
+            self._check_step(optimizer)
+        except StopRun:
+            raise
+        except Exception as error:
+            if os.environ.get("TORCHLINT_STRICT"):
+                raise
+            import warnings
+
+            warnings.warn(f"torchlint: watch switched off after an internal error: {error!r}", stacklevel=2)
+            self._disabled = True
+            self.__exit__(RuntimeError, None, None)
+
+    def _check_step(self, optimizer) -> None:
         self.step += 1
         track = self._tracks.setdefault(optimizer, _Track())
         params = [p for group in optimizer.param_groups for p in group["params"]]
-        grads = [p.grad for p in params if p.grad is not None]
+        grads = [(p.grad.coalesce().values() if p.grad.is_sparse else p.grad) for p in params if p.grad is not None]
         device = grads[0].device if grads else (params[0].device if params else torch.device("cpu"))
         sums = torch.stack([s.to(device) for _, _, s in self._sums]) if self._sums else torch.zeros(1, device=device)
         grad_norm = _total_norm(grads, device)
@@ -238,15 +255,17 @@ class Watch:
         # torch.full, not torch.tensor: a fill kernel, no host-to-device copy (which would sync on CUDA)
         loss = self._loss.float().to(device).reshape(()) if self._loss is not None else torch.full((), math.nan,
                                                                                                      device=device)
-        forward_ok, grad_norm, param_total, loss = torch.stack(  # the one sync of the step
-            [torch.isfinite(sums).all().float(), grad_norm, torch.linalg.vector_norm(param_norms), loss]).tolist()
+        forward_nan, forward_inf, grad_norm, param_total, loss = torch.stack(  # the one sync of the step
+            [torch.isnan(sums).any().float(), torch.isinf(sums).any().float(), grad_norm,
+             torch.linalg.vector_norm(param_norms), loss]).tolist()
         memory = self._memory(device)
         now = time.perf_counter()
         stats = StepStats(self.step, loss, grad_norm, param_total, memory, now - self._clock)
         self._clock = now
         self.history.append(stats)
         try:
-            self._judge(optimizer, track, params, param_norms, stats, forward_ok, bool(grads))
+            self._judge(optimizer, track, params, param_norms, stats, bool(forward_nan), bool(forward_inf),
+                        bool(grads), self._loss is not None)
             if self.on_step is not None:
                 self.on_step(stats)
             if self.events and self.stop_at_first and self.model is None:
@@ -263,17 +282,22 @@ class Watch:
             self._loss = None
             self._depth = 0
 
-    def _judge(self, optimizer, track: _Track, params, param_norms, stats: StepStats, forward_ok: float,
-               has_grads: bool) -> None:
+    def _judge(self, optimizer, track: _Track, params, param_norms, stats: StepStats, forward_nan: bool,
+               forward_inf: bool, has_grads: bool, loss_known: bool) -> None:
         """The first thing wrong, in causal order: the parameters the last update left, then this
-        step's forward, its gradients, their growth, their vanishing, memory."""
+        step's forward, its gradients, their growth, their vanishing, memory.
+
+        A NaN in any module's output is always reported. An infinity alone is reported only when it
+        reaches the loss or the gradients: -inf is how attention masks are written, and a softmax
+        absorbs it."""
+        downstream_bad = not math.isfinite(stats.grad_norm) or (loss_known and not math.isfinite(stats.loss))
         median = statistics.median(track.norms[-50:]) if len(track.norms) >= self.warmup else None
         if not math.isfinite(stats.param_norm):
             self._parameter_event(optimizer, track, params, param_norms)
         elif track.param_total and stats.param_norm > self.explode_factor * track.param_total:
             self._update_event(track, params, param_norms, stats.param_norm)
-        elif not forward_ok:
-            self._forward_event()
+        elif forward_nan or (forward_inf and downstream_bad):
+            self._forward_event(nan=forward_nan)
         elif not math.isfinite(stats.grad_norm):
             self._gradient_event(stats.grad_norm)
         elif median is not None and stats.grad_norm > self.explode_factor * median:
@@ -281,7 +305,9 @@ class Watch:
         else:
             track.norms.append(stats.grad_norm)
             floor = min((group.get("eps") or 0.0 for group in optimizer.param_groups), default=0.0)
-            track.low_steps = track.low_steps + 1 if has_grads and stats.grad_norm <= floor else 0
+            first_loss = next((s.loss for s in self.history if math.isfinite(s.loss)), math.nan)
+            learned = loss_known and (stats.loss == 0 or stats.loss < 1e-3 * first_loss)  # converged: 0 is expected
+            track.low_steps = track.low_steps + 1 if has_grads and stats.grad_norm <= floor and not learned else 0
             if track.low_steps == self.warmup:
                 self._vanishing_event(optimizer, stats.grad_norm, floor)
             self._check_memory(stats.memory, params[0].device if params else torch.device("cpu"))
@@ -311,16 +337,17 @@ class Watch:
         self.events.append(event)
 
     # -- slow paths: name the module, the parameter and the op --------------------------------------
-    def _forward_event(self) -> None:
-        finite = torch.isfinite(torch.stack([s for _, _, s in self._sums])).tolist()
-        module, call_index, _ = self._sums[finite.index(False)]
+    def _forward_event(self, nan: bool) -> None:
+        sums = torch.stack([s for _, _, s in self._sums])
+        bad = (torch.isnan(sums) if nan else ~torch.isfinite(sums)).tolist()
+        module, call_index, _ = self._sums[bad.index(True)]
         name = self._name_of(module)
         found = None
         if 0 <= call_index < len(self._calls):
             call = self._calls[call_index]
             self._replaying = True
             try:
-                found = replay.first_non_finite_op(call.module, call.args, call.kwargs, call.rng)
+                found = replay.first_non_finite_op(call.module, call.args, call.kwargs, call.rng, nan=nan)
             finally:
                 self._replaying = False
         op, file, line, stats = found or (None, None, None, None)
