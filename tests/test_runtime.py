@@ -503,3 +503,24 @@ def test_a_converged_run_with_zero_gradients_is_not_vanishing():
     losses = [s.loss for s in watcher.history]
     assert losses[0] > 0 and losses[-10:] == [0.0] * 10  # gradient 0 is expected once it is 0
     assert watcher.events == []
+
+
+def test_no_inner_activation_outlives_backward():
+    """Only the outermost call's inputs and output gradient are kept until the step: a watched run
+    needs no more memory at its peak than an unwatched one, whatever the depth of the model."""
+    import gc
+    import weakref
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    inner = []
+    model[1].register_forward_hook(lambda module, args, output: inner.append(weakref.ref(output)))
+    with torchlint.watch(model, optimizer):
+        optimizer.zero_grad()
+        loss = model(torch.randn(4, 8)).pow(2).mean()
+        loss.backward()
+        del loss
+        gc.collect()
+        assert inner[0]() is None
+        optimizer.step()

@@ -12,6 +12,7 @@ import os
 import re
 import traceback
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 
 import torch
@@ -177,6 +178,65 @@ def anomaly_replay(root: torch.nn.Module, args: tuple, kwargs: dict, grad_out: t
             file, line = found[-1] if found else (None, None)
             return (function.group(1) if function else None), file, line
     return None, None, None
+
+
+@dataclass
+class Amplifier:
+    """A module seen in a replay, with what its own replay needs."""
+
+    module: torch.nn.Module
+    args: tuple
+    kwargs: dict
+    grad_out: torch.Tensor
+    rng: tuple
+    ratio: float
+
+
+def amplifying_module(root: torch.nn.Module, args: tuple, kwargs: dict, grad_out: torch.Tensor,
+                      start_rng: tuple | None) -> Amplifier | None:
+    """Replay a forward call and its backward from the same upstream gradient, with hooks on every
+    module; the module with the largest input-gradient / output-gradient norm ratio. Nothing of this
+    is kept during normal steps, and `torch.autograd.grad` leaves `.grad` alone."""
+    seen: dict[torch.nn.Module, dict] = {}
+    handles = []
+
+    def before(module, m_args, m_kwargs):
+        seen.setdefault(module, {})["rng"] = rng_state()
+
+    def after(module, m_args, m_kwargs, output):
+        entry = seen.setdefault(module, {})
+        entry["inputs"] = (m_args, m_kwargs)
+        out = output if isinstance(output, torch.Tensor) else _first_tensor(output)
+        first = m_args[0] if m_args and isinstance(m_args[0], torch.Tensor) else None
+        if out is not None and out.requires_grad and first is not None and first.requires_grad:
+            out.register_hook(lambda grad, e=entry: e.__setitem__("grad_out", grad))
+            first.register_hook(lambda grad, e=entry: e.__setitem__("grad_in", grad))
+
+    args = [a.detach().requires_grad_(True) if isinstance(a, torch.Tensor) and a.is_floating_point() else a
+            for a in args]
+    with preserved(root, start_rng):
+        for module in root.modules():
+            handles.append(module.register_forward_pre_hook(before, with_kwargs=True))
+            handles.append(module.register_forward_hook(after, with_kwargs=True))
+        try:
+            with torch.enable_grad():
+                out = root(*args, **kwargs)
+                out = out if isinstance(out, torch.Tensor) else _first_tensor(out)
+                leaves = [p for p in root.parameters() if p.requires_grad]
+                leaves += [a for a in args if isinstance(a, torch.Tensor) and a.requires_grad]
+                if out is None or not out.requires_grad or not leaves:
+                    return None
+                torch.autograd.grad(out, leaves, grad_outputs=grad_out, allow_unused=True)
+        finally:
+            for handle in handles:
+                handle.remove()
+    best = None
+    for module, entry in seen.items():
+        if "grad_in" in entry and "grad_out" in entry:
+            ratio = (entry["grad_in"].norm() / entry["grad_out"].norm().clamp_min(1e-30)).item()
+            if best is None or ratio > best.ratio:
+                best = Amplifier(module, *entry["inputs"], entry["grad_out"], entry["rng"], ratio)
+    return best
 
 
 def amplifying_op(module: torch.nn.Module, args: tuple, kwargs: dict, grad_out: torch.Tensor,

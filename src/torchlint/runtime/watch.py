@@ -6,11 +6,13 @@ is the tensor `backward()` was last called on. The step boundary is the optimize
 and all of it is read there with a single device sync per step. The parameter norm read at step
 N+1 is the one `optimizer.step()` left at step N, so NaN parameters (TL906) and a step that
 dwarfs the weights (TL903) are found without a second sync. At the start of each forward pass the
-RNG state is kept (a few KiB, no sync) so that a replay draws the same dropout masks.
+RNG state is kept (a few KiB, no sync) so that a replay draws the same dropout masks. Only the
+outermost call's inputs and output gradient are kept until the step: no inner activation or
+gradient outlives backward, so peak memory is that of the unwatched run.
 
 Slow path, for the failing step only (see `replay`): the forward pass is replayed from its
-inputs to name the op, or the backward under anomaly detection, or the module that amplifies the
-gradient most is replayed to find the op with the largest amplification.
+inputs to name the op, or forward and backward under anomaly detection, or forward and backward
+with hooks on every module to find the one that amplifies the gradient most, then its op.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from torchlint.runtime.optim_state import explain_non_finite, explain_vanishing
 
 MEMORY_WINDOW = 20  # steps
 MEMORY_MIN_GROWTH = 8 * 2**20  # bytes over the window
+GRAD_BUDGET = 512 * 2**20  # bytes of outermost-output gradients kept per step for replays
 
 
 @dataclass
@@ -76,12 +79,15 @@ class _Track:
 
 @dataclass
 class _Call:
-    """An outermost forward call of the step: the module, its inputs and the RNG state before it."""
+    """An outermost forward call of the step: the module, its inputs, the RNG state before it and
+    the gradient that reached its output. Only these are kept: what happens inside is recomputed by
+    a replay on the slow path, so no activation or gradient of an inner module outlives backward."""
 
     module: torch.nn.Module
     args: tuple
     kwargs: dict
     rng: tuple
+    grad_out: torch.Tensor | None = None
 
 
 class StopRun(Exception):
@@ -110,9 +116,7 @@ class Watch:
         self._calls: list[_Call] = []
         self._depth = 0
         self._rng: tuple | None = None
-        self._inputs: dict[torch.nn.Module, tuple] = {}
-        self._grad_out: dict[torch.nn.Module, torch.Tensor] = {}
-        self._grad_in: dict[torch.nn.Module, torch.Tensor] = {}
+        self._grad_bytes = 0  # kept gradients of outermost outputs, bounded by GRAD_BUDGET
         self._loss: torch.Tensor | None = None
         self._roots: dict[int, set[type]] = {}  # outermost modules seen: the classes they are made of
         self._handles: list = []
@@ -177,22 +181,25 @@ class Watch:
         if self._replaying:
             return
         self._depth = max(self._depth - 1, 0)
-        self._inputs[module] = (args, kwargs)
-        if self._depth == 0:  # calls are numbered in completion order of the outermost ones
-            self._calls.append(_Call(module, args, kwargs, self._rng))
-            if id(module) not in self._roots:
-                self._roots[id(module)] = {type(m) for m in module.modules()}
         out = output if isinstance(output, torch.Tensor) else next(
             (o for o in (output if isinstance(output, (tuple, list)) else ()) if isinstance(o, torch.Tensor)), None)
+        if self._depth == 0:  # calls are numbered in completion order of the outermost ones
+            call = _Call(module, args, kwargs, self._rng)
+            self._calls.append(call)
+            if id(module) not in self._roots:
+                self._roots[id(module)] = {type(m) for m in module.modules()}
+            if out is not None and out.requires_grad and out.is_floating_point():
+                out.register_hook(lambda grad, c=call: self._keep_grad(c, grad))
         if out is None or not out.is_floating_point():
             return
         call_index = len(self._calls) - 1 if self._depth == 0 else len(self._calls)
         self._sums.append((module, call_index, out.detach().float().sum()))
-        if out.requires_grad:
-            out.register_hook(lambda grad, m=module: self._grad_out.__setitem__(m, grad))
-        first = args[0] if args and isinstance(args[0], torch.Tensor) else None
-        if first is not None and first.requires_grad:
-            first.register_hook(lambda grad, m=module: self._grad_in.__setitem__(m, grad))
+
+    def _keep_grad(self, call: _Call, grad: torch.Tensor) -> None:
+        size = grad.numel() * grad.element_size()
+        if self._grad_bytes + size <= GRAD_BUDGET:
+            call.grad_out = grad
+            self._grad_bytes += size
 
     def sources(self) -> list[str]:
         """The user's files that define the watched modules' classes (not torch's)."""
@@ -276,9 +283,7 @@ class Watch:
             track.param_norms, track.param_total, track.last_step = param_norms, param_total, self.step
             self._sums.clear()
             self._calls.clear()
-            self._inputs.clear()
-            self._grad_out.clear()
-            self._grad_in.clear()
+            self._grad_bytes = 0
             self._loss = None
             self._depth = 0
 
@@ -357,19 +362,23 @@ class Watch:
                            f"step {self.step}: first non-finite output in {where}{detail}", name, op, file, line))
 
     def _gradient_event(self, grad_norm: float) -> None:
-        """Finite forward, non-finite gradient (sqrt or norm at 0...): replay this step's forward and
-        backward under anomaly detection. The parameters have not been updated yet (this is the step
-        pre-hook) and the forward's RNG state was kept, so the replay is the same computation."""
+        """Finite forward, non-finite gradient (sqrt or norm at 0...): replay the step's forward calls
+        and their backward under anomaly detection. The parameters have not been updated yet (this is
+        the step pre-hook) and each call's RNG state was kept, so the replay is the same computation."""
         backward = file = line = None
-        root = self._sums[-1][0] if self._sums else None  # the outermost module completes last
-        call = next((c for c in reversed(self._calls) if c.module is root), None)
-        if call is not None and root in self._grad_out and torch.isfinite(self._grad_out[root]).all():
+        root = self._calls[-1].module if self._calls else None
+        for call in self._calls:
+            if call.grad_out is None or not torch.isfinite(call.grad_out).all():
+                continue
             self._replaying = True
             try:
-                backward, file, line = replay.anomaly_replay(root, call.args, call.kwargs, self._grad_out[root],
+                backward, file, line = replay.anomaly_replay(call.module, call.args, call.kwargs, call.grad_out,
                                                              call.rng)
             finally:
                 self._replaying = False
+            if backward:
+                root = call.module
+                break
         where = f": {backward} at {os.path.basename(file)}:{line}" if backward else ""
         self._record(Event(NON_FINITE_GRADIENT.code, NON_FINITE_GRADIENT.name, self.step,
                            f"step {self.step}: gradient norm is {grad_norm} with a finite forward pass{where}",
@@ -377,23 +386,23 @@ class Watch:
                            backward.removesuffix("Backward0").lower() if backward else None, file, line))
 
     def _explosion_event(self, grad_norm: float, median: float) -> None:
-        amplification = {}
-        for module, grad_in in self._grad_in.items():
-            grad_out = self._grad_out.get(module)
-            if grad_out is not None:
-                amplification[module] = (grad_in.norm() / grad_out.norm().clamp_min(1e-30)).item()
-        module = max(amplification, key=amplification.get) if amplification else None
-        name = self._name_of(module) if module is not None else None
-        op = file = line = stats = None
-        if module is not None and module in self._inputs and module in self._grad_out:
-            call = next((c for c in self._calls if c.module is module), None)
-            args, kwargs = self._inputs[module]
-            self._replaying = True
-            try:
-                op, file, line, stats = replay.amplifying_op(module, args, kwargs, self._grad_out[module],
-                                                             call.rng if call else None)
-            finally:
-                self._replaying = False
+        """Replay each forward call and its backward with hooks on every module: the module whose
+        input gradient is largest relative to its output gradient is replayed op by op."""
+        best = None
+        self._replaying = True
+        try:
+            for call in self._calls:
+                if call.grad_out is not None:
+                    found = replay.amplifying_module(call.module, call.args, call.kwargs, call.grad_out, call.rng)
+                    if found is not None and (best is None or found.ratio > best.ratio):
+                        best = found
+            op = file = line = stats = None
+            if best is not None:
+                op, file, line, stats = replay.amplifying_op(best.module, best.args, best.kwargs, best.grad_out,
+                                                             best.rng)
+        finally:
+            self._replaying = False
+        name = self._name_of(best.module) if best is not None else None
         where = f" in `{name}`" + (f", op torch.{op} at {os.path.basename(file)}:{line}" if op else "") if name else ""
         detail = f" ({stats})" if stats else ""
         self._record(Event(EXPLODING_GRADIENT.code, EXPLODING_GRADIENT.name, self.step,
