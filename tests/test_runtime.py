@@ -524,3 +524,34 @@ def test_no_inner_activation_outlives_backward():
         gc.collect()
         assert inner[0]() is None
         optimizer.step()
+
+
+def test_a_loss_made_non_finite_after_the_model_is_explained_by_the_static_finding(capsys):
+    code, out = _run_cli(capsys, str(FIXTURES / "numerics" / "loss_outside_model.py"))
+    assert code == 1
+    assert ("TL901 non-finite-forward: step 1: the loss is inf while every module's output is finite: it is made "
+            "between the model's output and the loss (backward() at loss_outside_model.py:19)") in out
+    assert "explained by TL102 log-of-probability (static) at fixtures/numerics/loss_outside_model.py:18: " in out
+
+
+DATA_SCRIPT = """
+import torch
+features = torch.randn(32, 4)
+features[:, 2] = 1.0  # a constant column
+scaled = (features - features.mean(0)) / features.std(0)  # 0 / 0 in that column
+model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for _ in range(3):
+    optimizer.zero_grad()
+    model(scaled).pow(2).mean().backward()
+    optimizer.step()
+"""
+
+
+def test_nan_already_in_the_data_is_said_so(tmp_path, capsys):
+    script = tmp_path / "train.py"
+    script.write_text(DATA_SCRIPT)
+    code, out = _run_cli(capsys, str(script))
+    assert code == 1
+    assert "TL901 non-finite-forward: step 1: first non-finite output in `0`" in out
+    assert "its input already holds NaN/Inf: " in out and "32 NaN, 0 Inf of 128; it comes from the data" in out

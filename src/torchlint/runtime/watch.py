@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 import os
 import statistics
+import sys
 import time
 from dataclasses import dataclass, field
 
@@ -118,6 +119,7 @@ class Watch:
         self._rng: tuple | None = None
         self._grad_bytes = 0  # kept gradients of outermost outputs, bounded by GRAD_BUDGET
         self._loss: torch.Tensor | None = None
+        self._backward_site: tuple[str, int] | None = None  # where loss.backward() was called
         self._roots: dict[int, set[type]] = {}  # outermost modules seen: the classes they are made of
         self._handles: list = []
         self._backward = None
@@ -165,6 +167,8 @@ class Watch:
         def backward(tensor, *args, **kwargs):
             if tensor.numel() == 1 and not watcher._replaying:
                 watcher._loss = tensor.detach()
+                caller = sys._getframe(1)
+                watcher._backward_site = (caller.f_code.co_filename, caller.f_lineno)
             return original(tensor, *args, **kwargs)
 
         self._backward = original
@@ -285,6 +289,7 @@ class Watch:
             self._calls.clear()
             self._grad_bytes = 0
             self._loss = None
+            self._backward_site = None
             self._depth = 0
 
     def _judge(self, optimizer, track: _Track, params, param_norms, stats: StepStats, forward_nan: bool,
@@ -303,6 +308,8 @@ class Watch:
             self._update_event(track, params, param_norms, stats.param_norm)
         elif forward_nan or (forward_inf and downstream_bad):
             self._forward_event(nan=forward_nan)
+        elif loss_known and not math.isfinite(stats.loss):
+            self._loss_event(stats.loss)
         elif not math.isfinite(stats.grad_norm):
             self._gradient_event(stats.grad_norm)
         elif median is not None and stats.grad_norm > self.explode_factor * median:
@@ -357,9 +364,31 @@ class Watch:
                 self._replaying = False
         op, file, line, stats = found or (None, None, None, None)
         where = f"`{name}`" + (f", op torch.{op} at {os.path.basename(file)}:{line}" if op else "")
+        if found is None and 0 <= call_index < len(self._calls):
+            inputs = [a for a in (*self._calls[call_index].args, *self._calls[call_index].kwargs.values())
+                      if isinstance(a, torch.Tensor) and a.is_floating_point()]
+            bad_input = next((a for a in inputs if not torch.isfinite(a).all()), None)
+            if bad_input is not None:  # made before the model: the data, or the code that prepares it
+                stats = f"its input already holds NaN/Inf: {replay.tensor_stats(bad_input)}; it comes from the data"
         detail = f" ({stats})" if stats else ""
         self._record(Event(NON_FINITE_FORWARD.code, NON_FINITE_FORWARD.name, self.step,
                            f"step {self.step}: first non-finite output in {where}{detail}", name, op, file, line))
+
+    def _loss_event(self, loss: float) -> None:
+        """Every module's output is finite but the loss is not: it is made after the model, in code
+        no hook sees (log of a probability, a division by a count). The static findings in the file
+        that calls backward() explain it."""
+        site = ""
+        if self._backward_site is not None:
+            site = f" (backward() at {os.path.basename(self._backward_site[0])}:{self._backward_site[1]})"
+        event = Event(NON_FINITE_FORWARD.code, NON_FINITE_FORWARD.name, self.step,
+                      f"step {self.step}: the loss is {loss} while every module's output is finite: it is made "
+                      f"between the model's output and the loss{site}")
+        if self._backward_site is not None:
+            from torchlint.runtime.confirm import explain
+
+            explain(event, [self._backward_site[0]])
+        self._record(event)
 
     def _gradient_event(self, grad_norm: float) -> None:
         """Finite forward, non-finite gradient (sqrt or norm at 0...): replay the step's forward calls
