@@ -1,4 +1,5 @@
-"""Runtime overhead, one run, same model: plain step vs `torchlint.watch` vs detect_anomaly per step.
+"""Runtime overhead, one run, same model: plain step vs `torchlint.watch` (and with its opt-in
+per-step snapshot) vs detect_anomaly on every step.
 
 Model: 8 x Linear(1024, 1024) with ReLU, batch 256, SGD. Rounds are interleaved (the order
 rotates); the best of each kind and the median of the per-round ratios are printed. CUDA is used
@@ -63,11 +64,16 @@ def main() -> None:
         with torchlint.watch(model, optimizer):
             steps(model, optimizer, x, y, args.steps)
 
+    def snapshotted():
+        with torchlint.watch(model, optimizer, snapshot=True):
+            steps(model, optimizer, x, y, args.steps)
+
     def anomaly():
         with torch.autograd.detect_anomaly(check_nan=True):
             steps(model, optimizer, x, y, args.steps)
 
-    kinds = (("plain", plain), ("torchlint.watch", watched), ("detect_anomaly", anomaly))
+    kinds = (("plain", plain), ("torchlint.watch", watched), ("watch(snapshot)", snapshotted),
+             ("detect_anomaly", anomaly))
     times: dict[str, list[float]] = {name: [] for name, _ in kinds}
     for round_ in range(args.rounds):
         for offset in range(len(kinds)):  # rotate the order each round: no kind always runs first

@@ -193,6 +193,8 @@ def test_adam_on_float16_divides_by_zero_named_from_the_optimizer_state(capsys):
     assert "TL906 non-finite-parameter: step 1: optimizer.step() left `0.weight` non-finite" in out
     assert "Adam's exp_avg_sq is 0 at" in out and "eps=1e-08 rounds to 0 in float16, so the update divided by zero" in out
     assert "explained by TL110 risky-optimizer-config (static) at fixtures/numerics/adam_half_eps.py:10: " in out
+    code, out = _run_cli(capsys, str(FIXTURES / "numerics" / "adam_half_eps.py"), "--snapshot")
+    assert code == 1 and "; replaying that update, torch.addcdiv_ (adam.py:" in out
 
 
 def test_adam_with_underflowed_gradients_does_not_learn(capsys):
@@ -555,3 +557,45 @@ def test_nan_already_in_the_data_is_said_so(tmp_path, capsys):
     assert code == 1
     assert "TL901 non-finite-forward: step 1: first non-finite output in `0`" in out
     assert "its input already holds NaN/Inf: " in out and "32 NaN, 0 Inf of 128; it comes from the data" in out
+
+
+def _half_adam_run(snapshot):
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.Tanh(), torch.nn.Linear(64, 1)).half()
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    x = torch.randn(256, 32).half()
+    with torchlint.watch(model, optimizer, snapshot=snapshot) as watcher:
+        for _ in range(3):
+            optimizer.zero_grad()
+            torch.nn.functional.mse_loss(model(x), x[:, :1] * 0.5).backward()
+            optimizer.step()
+    return watcher, model, optimizer
+
+
+def test_snapshot_replays_the_update_that_went_non_finite_and_changes_nothing():
+    watcher, model, optimizer = _half_adam_run(snapshot=True)
+    [event] = watcher.events
+    assert event.code == "TL906" and event.step == 1
+    assert "; replaying that update, torch.addcdiv_ (adam.py:" in event.message
+    assert "made it from finite inputs: input min -0.0102" in event.message  # the mutated parameter is not an input
+    _, plain_model, plain_optimizer = _half_adam_run(snapshot=False)
+    for param, plain in zip(model.parameters(), plain_model.parameters(), strict=True):
+        assert torch.equal(param.nan_to_num(), plain.nan_to_num())
+        for key, value in optimizer.state[param].items():
+            assert torch.equal(value.nan_to_num(), plain_optimizer.state[plain][key].nan_to_num())
+
+
+def test_snapshot_restore_round_trip():
+    from torchlint.runtime.snapshot import Snapshot
+
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 2)
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.1)
+    model(torch.randn(3, 4)).sum().backward()
+    before = Snapshot()
+    before.save(optimizer, 1)  # no Adam state yet
+    expected = [p.detach().clone() for p in model.parameters()]
+    optimizer.step()
+    before.restore(optimizer)
+    assert all(torch.equal(p, e) for p, e in zip(model.parameters(), expected, strict=True))
+    assert len(optimizer.state) == 0  # the state the step created is gone again

@@ -76,6 +76,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--output-format", choices=("text", "json", "sarif", "github"), default="text",
                      help="text/json: the whole report with a per-step summary; sarif/github: the runtime findings")
     run.add_argument("-o", "--output-file", type=Path, help="write the report to this file")
+    run.add_argument("--snapshot", action="store_true", help="keep each step's starting state (parameters, gradients, "
+                     "optimizer state) to replay an update that leaves NaN parameters op by op (TL906); costs a copy "
+                     "per step")
     run.add_argument("--no-progress", action="store_true", help="no progress line on stderr (it is shown only on "
                      "a terminal, and never when CI is set)")
 
@@ -262,7 +265,7 @@ def _run(args: argparse.Namespace) -> int:
             specs, assumed = infer_inputs(target.model)
             target.notes.append(f"no --input given; assumed {assumed}")
         report = run_model(target, specs, args.steps, args.loss, args.optimizer, args.lr, args.device,
-                           args.explode_factor, on_step=progress)
+                           args.explode_factor, on_step=progress, snapshot=args.snapshot)
         if args.repro:
             from torchlint.runtime.run import check_repro
 
@@ -296,7 +299,7 @@ def _run_script(args: argparse.Namespace) -> int:
     progress = Progress(total=args.max_steps) if not args.no_progress else None
     try:
         report, status = run_script(args.target, args.script_args, args.max_steps, args.explode_factor,
-                                    on_step=progress)
+                                    on_step=progress, snapshot=args.snapshot)
     finally:
         if progress is not None:
             progress.close()

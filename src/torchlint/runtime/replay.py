@@ -31,6 +31,24 @@ def user_frame() -> tuple[str | None, int | None]:
     return None, None
 
 
+def innermost_frame() -> tuple[str | None, int | None]:
+    """The innermost frame that is not torchlint's or a context manager's (torch's own included)."""
+    for frame in reversed(traceback.extract_stack()):
+        if not frame.filename.startswith(HERE) and "contextlib" not in frame.filename \
+                and not frame.filename.endswith(("overrides.py", "_ops.py")):
+            return frame.filename, frame.lineno
+    return None, None
+
+
+def _floats(values) -> list[torch.Tensor]:
+    """The floating-point tensors among values, one level of lists/tuples flattened (foreach ops)."""
+    out = []
+    for value in values:
+        items = value if isinstance(value, (list, tuple)) else (value,)
+        out.extend(t for t in items if isinstance(t, torch.Tensor) and t.is_floating_point())
+    return out
+
+
 def rng_state() -> tuple:
     """The default generators' state: CPU, and every CUDA device once CUDA is in use (no device sync)."""
     cuda = torch.cuda.get_rng_state_all() if torch.cuda.is_available() and torch.cuda.is_initialized() else None
@@ -89,29 +107,33 @@ class OpRecorder(TorchFunctionMode):
     that made the infinity.
     """
 
-    def __init__(self, stop_at: str | None = None) -> None:
+    def __init__(self, stop_at: str | None = None, frames: str = "user") -> None:
         super().__init__()
         self.stop = stop_at
+        self.frame = user_frame if frames == "user" else innermost_frame
         self.records: list[tuple[str, torch.Tensor, list[torch.Tensor], str | None, int | None]] = []
         self.infinite: dict[int, tuple[str, torch.Tensor, list[torch.Tensor], str | None, int | None]] = {}
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
-        result = func(*args, **(kwargs or {}))
         name = getattr(func, "__name__", str(func))
-        if not isinstance(result, torch.Tensor) or name.startswith("__get") or name in _SKIPPED:
-            return result
-        inputs = [a for a in args if isinstance(a, torch.Tensor)]
         if not self.stop:
-            self.records.append((name, result, inputs, *user_frame()))
+            result = func(*args, **(kwargs or {}))
+            if isinstance(result, torch.Tensor) and not name.startswith("__get") and name not in _SKIPPED:
+                self.records.append((name, result, [a for a in args if isinstance(a, torch.Tensor)], *self.frame()))
             return result
-        if not result.is_floating_point():
-            return result
+        if name.startswith("__get") or name in _SKIPPED:
+            return func(*args, **(kwargs or {}))
         bad = torch.isnan if self.stop == "nan" else (lambda t: ~torch.isfinite(t))
-        if bad(result).any() and not any(bad(i).any() for i in inputs if i.is_floating_point()):
-            self.records.append((name, result, inputs, *user_frame()))
+        inputs = _floats(args)
+        clean_before = not any(bad(i).any() for i in inputs)  # before the op: in-place ops change their inputs
+        result = func(*args, **(kwargs or {}))
+        outputs = _floats((result,))
+        if clean_before and any(bad(o).any() for o in outputs):
+            self.records.append((name, next(o for o in outputs if bad(o).any()), inputs, *self.frame()))
             raise _FirstNonFinite
-        if self.stop == "nan" and torch.isinf(result).any():
-            self.infinite[id(result)] = (name, result, inputs, *user_frame())
+        if self.stop == "nan" and isinstance(result, torch.Tensor) and result.is_floating_point() \
+                and torch.isinf(result).any():
+            self.infinite[id(result)] = (name, result, inputs, *self.frame())
         return result
 
     def origin(self, record):
@@ -127,7 +149,9 @@ class OpRecorder(TorchFunctionMode):
 
 
 def _describe(record) -> str:
-    _, out, inputs, _, _ = record
+    name, out, inputs, _, _ = record
+    if name.endswith("_") and not name.endswith("__"):  # in place: its first input is now the output
+        inputs = inputs[1:]
     stats = "; ".join(f"input {tensor_stats(i)}" for i in inputs if i.is_floating_point())
     return f"{stats}; output {tensor_stats(out)}"
 
@@ -266,3 +290,18 @@ def amplifying_op(module: torch.nn.Module, args: tuple, kwargs: dict, grad_out: 
                 if ratio > best_ratio:
                     best, best_ratio = (op_name, file, line, f"input {tensor_stats(tensor)}"), ratio
     return best
+
+
+def first_non_finite_update(optimizer: torch.optim.Optimizer):
+    """Run `optimizer.step()` (from a restored snapshot) until the first op that makes NaN/Inf from
+    finite inputs: (op, file, line, stats) with the optimizer's own source line, or None."""
+    recorder = OpRecorder(stop_at="non-finite", frames="torch")
+    with torch.no_grad(), recorder:
+        try:
+            optimizer.step()
+        except _FirstNonFinite:
+            pass
+    if not recorder.records:
+        return None
+    record = recorder.records[0]
+    return record[0], record[3], record[4], _describe(record)

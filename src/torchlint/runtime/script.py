@@ -12,9 +12,10 @@ from torchlint.runtime.watch import StopRun, Watch
 
 
 def run_script(path: str, script_args: list[str], max_steps: int | None, explode_factor: float,
-               on_step=None) -> tuple[RunReport, int]:
+               on_step=None, snapshot: bool = False) -> tuple[RunReport, int]:
     """The report and the exit status the script itself would have had (torchlint's report comes on top)."""
-    watcher = Watch(None, None, explode_factor=explode_factor, max_steps=max_steps, on_step=on_step)
+    watcher = Watch(None, None, explode_factor=explode_factor, max_steps=max_steps, on_step=on_step,
+                    snapshot=snapshot)
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     sys.argv = [path, *script_args]
     sys.path.insert(0, os.path.dirname(os.path.abspath(path)))

@@ -36,6 +36,7 @@ from torchlint.runtime.catalog import (
     VANISHING_GRADIENT,
 )
 from torchlint.runtime.optim_state import explain_non_finite, explain_vanishing
+from torchlint.runtime.snapshot import Snapshot
 
 MEMORY_WINDOW = 20  # steps
 MEMORY_MIN_GROWTH = 8 * 2**20  # bytes over the window
@@ -100,7 +101,7 @@ class Watch:
 
     def __init__(self, model: torch.nn.Module | None, optimizer: torch.optim.Optimizer | None,
                  explode_factor: float = 1e3, warmup: int = 5, stop_at_first: bool = True,
-                 max_steps: int | None = None, on_step=None) -> None:
+                 max_steps: int | None = None, on_step=None, snapshot: bool = False) -> None:
         self.model = model
         self.optimizer = optimizer
         self.explode_factor = explode_factor
@@ -108,6 +109,8 @@ class Watch:
         self.stop_at_first = stop_at_first
         self.max_steps = max_steps
         self.on_step = on_step  # called with each StepStats (the progress bar)
+        self.snapshot = snapshot  # keep each step's starting state, to replay an update that went NaN
+        self._snapshots: dict[torch.optim.Optimizer, Snapshot] = {}
         self.step = 0
         self.events: list[Event] = []
         self.history: list[StepStats] = []
@@ -241,6 +244,8 @@ class Watch:
     def _before_step(self, optimizer, args, kwargs) -> None:
         """The step hook. A failure of torchlint's own never stops the user's training: the watch
         switches itself off with one warning (tests set TORCHLINT_STRICT to see the error instead)."""
+        if self._replaying:
+            return
         try:
             self._check_step(optimizer)
         except StopRun:
@@ -277,6 +282,8 @@ class Watch:
         try:
             self._judge(optimizer, track, params, param_norms, stats, bool(forward_nan), bool(forward_inf),
                         bool(grads), self._loss is not None)
+            if self.snapshot and not self.events:
+                self._snapshots.setdefault(optimizer, Snapshot()).save(optimizer, self.step)
             if self.on_step is not None:
                 self.on_step(stats)
             if self.events and self.stop_at_first and self.model is None:
@@ -458,9 +465,30 @@ class Watch:
         step = track.last_step
         when = f"step {step}: optimizer.step()" if step else "before the first step: the initialisation"
         why = explain_non_finite(optimizer, params[index]) if step else ""
+        snapshot = self._snapshots.get(optimizer)
+        if step and snapshot is not None and snapshot.step == step:
+            why += self._replay_update(optimizer, snapshot)
         self._record(Event(NON_FINITE_PARAMETER.code, NON_FINITE_PARAMETER.name, step or 0,
                            f"{when} left `{name}` non-finite "
                            f"({replay.tensor_stats(params[index])}){why}", name))
+
+    def _replay_update(self, optimizer, snapshot: Snapshot) -> str:
+        """Replay the update of the failing step from its snapshot, op by op, then put back the
+        present state: `; replayed: ...` naming the op that made the NaN/Inf, or ''."""
+        present = Snapshot()
+        present.save(optimizer, self.step)
+        self._replaying = True
+        try:
+            snapshot.restore(optimizer)
+            found = replay.first_non_finite_update(optimizer)
+        finally:
+            present.restore(optimizer)
+            self._replaying = False
+        if found is None:
+            return ""
+        op, file, line, stats = found
+        where = f" ({os.path.basename(file)}:{line})" if file else ""
+        return f"; replaying that update, torch.{op}{where} made it from finite inputs: {stats}"
 
     def _vanishing_event(self, optimizer, grad_norm: float, floor: float) -> None:
         first = self.step - self.warmup + 1
