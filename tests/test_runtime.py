@@ -599,3 +599,27 @@ def test_snapshot_restore_round_trip():
     before.restore(optimizer)
     assert all(torch.equal(p, e) for p, e in zip(model.parameters(), expected, strict=True))
     assert len(optimizer.state) == 0  # the state the step created is gone again
+
+
+def test_evaluation_between_steps_keeps_nothing_alive():
+    import gc
+    import weakref
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU(), torch.nn.Linear(8, 1))
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    batches = []
+    with torchlint.watch(model, optimizer) as watcher:
+        for _ in range(2):
+            optimizer.zero_grad()
+            model(torch.randn(4, 8)).pow(2).mean().backward()
+            optimizer.step()
+            with torch.no_grad():  # validation: nothing of it may outlive it
+                for _ in range(3):
+                    batch = torch.randn(4, 8) * float("nan")  # not a training problem: not reported
+                    batches.append(weakref.ref(batch))
+                    model(batch)
+                    del batch
+            gc.collect()
+            assert all(ref() is None for ref in batches)
+    assert watcher.events == [] and watcher.step == 2

@@ -119,6 +119,7 @@ class Watch:
         self._sums: list[tuple[torch.nn.Module, int, torch.Tensor]] = []  # (module, call index, sum)
         self._calls: list[_Call] = []
         self._depth = 0
+        self._ignoring = False  # inside an outermost call made with gradients off
         self._rng: tuple | None = None
         self._grad_bytes = 0  # kept gradients of outermost outputs, bounded by GRAD_BUDGET
         self._loss: torch.Tensor | None = None
@@ -181,13 +182,19 @@ class Watch:
         if self._replaying:
             return
         if self._depth == 0:  # an outermost call begins: keep the RNG state its replay must start from
-            self._rng = replay.rng_state()
+            # evaluation under no_grad/inference_mode is not training: nothing of it is kept (a
+            # validation pass between two steps would otherwise keep every batch alive)
+            self._ignoring = not torch.is_grad_enabled()
+            self._rng = None if self._ignoring else replay.rng_state()
         self._depth += 1
 
     def _on_forward(self, module, args, kwargs, output) -> None:
         if self._replaying:
             return
         self._depth = max(self._depth - 1, 0)
+        if self._ignoring:
+            self._ignoring = self._depth > 0
+            return
         out = output if isinstance(output, torch.Tensor) else next(
             (o for o in (output if isinstance(output, (tuple, list)) else ()) if isinstance(o, torch.Tensor)), None)
         if self._depth == 0:  # calls are numbered in completion order of the outermost ones
