@@ -272,7 +272,7 @@ def _run(args: argparse.Namespace) -> int:
             build = lambda: load_target(args.target, args.init, args.init_kwargs, on_meta=False).model  # noqa: E731
             event = check_repro(build, specs, args.repro, args.loss, args.optimizer, args.lr,
                                 str(target.source) if target.source else None)
-            _add_repro(report, event, args.repro)
+            _add_repro(report, event, f"--repro: {args.repro} steps twice from the same seeds: bitwise identical")
     except TraceInputError as error:
         raise ConfigError(str(error)) from None
     except RuntimeError as error:  # the model itself fails on the synthetic data
@@ -283,11 +283,12 @@ def _run(args: argparse.Namespace) -> int:
     return _emit_run(report, args, EXIT_OK)
 
 
-def _add_repro(report, event, steps: int) -> None:
+def _add_repro(report, event, identical: str) -> None:
+    """The TL905 event, or the line that says both runs were bitwise identical."""
     if event is not None:
         report.events.append(event)
     else:
-        report.repro.append(f"--repro: {steps} steps twice from the same seeds: bitwise identical")
+        report.repro.append(identical)
 
 
 def _run_script(args: argparse.Namespace) -> int:
@@ -308,14 +309,10 @@ def _run_script(args: argparse.Namespace) -> int:
         from torchlint.runtime.run import repro_event
 
         difference, reached = script_runs_differ(args.target, args.script_args, args.repro)
-        event = repro_event(difference, report.sources)
-        if event is None and reached < args.repro:
-            report.repro.append(f"--repro: the script made {reached} optimizer step(s) of {args.repro}; "
-                                "those were bitwise identical in two fresh processes")
-        elif event is None:
-            report.repro.append(f"--repro: {args.repro} steps in two fresh processes: bitwise identical")
-        else:
-            report.events.append(event)
+        identical = (f"--repro: {args.repro} steps in two fresh processes: bitwise identical" if reached >= args.repro
+                     else f"--repro: the script made {reached} optimizer step(s) of {args.repro}; those were "
+                     "bitwise identical in two fresh processes")
+        _add_repro(report, repro_event(difference, report.sources), identical)
     sys.stdout.flush()
     return _emit_run(report, args, status)
 

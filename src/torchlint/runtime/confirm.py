@@ -2,7 +2,7 @@
 
 An event with a source line confirms the static findings at that line. An event without one (a
 parameter blown up by an update, memory growth, a nondeterministic run) is explained by the static
-findings, in the files involved, of the rules that cause it.
+findings, in the files involved, of the rules that cause it. An unchanged file is checked once.
 """
 
 from __future__ import annotations
@@ -17,21 +17,34 @@ EXPLAINED_BY = {
     "TL906": ("TL110", "TL109", "TL107"),  # NaN parameters: optimizer eps/lr, init, float16
 }
 
+_checked: dict[tuple[str, int, int], list] = {}  # (path, mtime, size) -> its static findings
+
+
+def _key(path: str) -> tuple[str, int, int]:
+    stat = os.stat(path)
+    return path, stat.st_mtime_ns, stat.st_size
+
+
+def static_findings(paths) -> list:
+    """The static findings of the existing files among `paths`; an unchanged file is checked once."""
+    keys = [_key(p) for p in sorted({os.path.abspath(p) for p in paths if p and os.path.isfile(p)})]
+    missing = [key for key in keys if key not in _checked]
+    if missing:
+        from torchlint.api import check_paths
+
+        found = check_paths([path for path, _, _ in missing])
+        for key in missing:
+            _checked[key] = [f for f in found if os.path.abspath(f.path) == key[0]]
+    return [f for key in keys for f in _checked[key]]
+
 
 def confirm(event) -> None:
-    if not event.file or not event.line or not os.path.isfile(event.file):
-        return
-    from torchlint.api import check_paths
-
-    event.confirmed = [f for f in check_paths([event.file]) if f.line == event.line]
+    if event.file and event.line:
+        event.confirmed = [f for f in static_findings([event.file]) if f.line == event.line]
 
 
 def explain(event, paths) -> None:
     """Attach the static findings that explain an event that has no source line of its own."""
     codes = EXPLAINED_BY.get(event.code)
-    files = sorted({os.path.abspath(p) for p in paths if p and os.path.isfile(p)})
-    if event.confirmed or event.line or not codes or not files:
-        return
-    from torchlint.api import check_paths
-
-    event.confirmed = [f for f in check_paths(files) if f.code in codes]
+    if not event.confirmed and not event.line and codes:
+        event.confirmed = [f for f in static_findings(paths) if f.code in codes]

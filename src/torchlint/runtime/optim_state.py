@@ -33,9 +33,10 @@ def _eps_note(eps: float, dtype: torch.dtype) -> str:
 def explain_non_finite(optimizer: torch.optim.Optimizer, param: torch.Tensor) -> str:
     """`: ...` naming the cause an optimizer's state shows for a parameter that went NaN/Inf, or ''."""
     key, moment = _second_moment(optimizer, param)
-    eps = _group_of(optimizer, param).get("eps")
+    group = _group_of(optimizer, param)
+    eps = group.get("eps")
     if moment is None or eps is None:
-        lr = _group_of(optimizer, param).get("lr")
+        lr = group.get("lr")
         return f": the update lr*grad overflowed (lr={lr:g})" if isinstance(lr, float) else ""
     bad = ~torch.isfinite(param.detach())
     zero = int(((moment == 0) & bad).sum())
@@ -51,8 +52,8 @@ def explain_non_finite(optimizer: torch.optim.Optimizer, param: torch.Tensor) ->
 def explain_vanishing(optimizer: torch.optim.Optimizer, grad_norm: float, floor: float) -> str:
     """Why a run whose every gradient is 0 (or below an adaptive optimizer's eps) does not learn."""
     size = "exactly 0" if grad_norm == 0 else f"below eps={floor:g} (norm {grad_norm:.3g})"
-    moments = [m for p in (p for g in optimizer.param_groups for p in g["params"])
-               for _, m in [_second_moment(optimizer, p)] if m is not None]
+    params = [p for group in optimizer.param_groups for p in group["params"]]
+    moments = [m for m in (_second_moment(optimizer, p)[1] for p in params) if m is not None]
     if moments:
         zero = sum(int((m == 0).sum()) for m in moments)
         total = sum(m.numel() for m in moments)

@@ -23,21 +23,25 @@ HERE = str(Path(__file__).resolve().parents[1])
 _SKIPPED = ("detach", "size", "dim", "isfinite", "all")
 
 
-def user_frame() -> tuple[str | None, int | None]:
-    """The innermost frame of the stack that is the user's code (not torch, not torchlint)."""
+def _frame(skipped: tuple[str, ...]) -> tuple[str | None, int | None]:
+    """The innermost frame of the stack outside torchlint, context managers, torch's dispatch and
+    the `skipped` folders."""
     for frame in reversed(traceback.extract_stack()):
-        if not frame.filename.startswith((TORCH_ROOT, HERE)) and "contextlib" not in frame.filename:
-            return frame.filename, frame.lineno
+        name = frame.filename
+        if not name.startswith((HERE, *skipped)) and "contextlib" not in name \
+                and not name.endswith(("overrides.py", "_ops.py")):
+            return name, frame.lineno
     return None, None
+
+
+def user_frame() -> tuple[str | None, int | None]:
+    """The innermost frame that is the user's code (not torch, not torchlint)."""
+    return _frame((TORCH_ROOT,))
 
 
 def innermost_frame() -> tuple[str | None, int | None]:
-    """The innermost frame that is not torchlint's or a context manager's (torch's own included)."""
-    for frame in reversed(traceback.extract_stack()):
-        if not frame.filename.startswith(HERE) and "contextlib" not in frame.filename \
-                and not frame.filename.endswith(("overrides.py", "_ops.py")):
-            return frame.filename, frame.lineno
-    return None, None
+    """The innermost frame that is not torchlint's (torch's own included: an optimizer's update)."""
+    return _frame(())
 
 
 def _floats(values) -> list[torch.Tensor]:

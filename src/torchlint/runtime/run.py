@@ -34,12 +34,11 @@ OBSERVABLE = ("TL1", "TL402")
 
 def settle(report: RunReport, repro_ran: bool = False) -> RunReport:
     """List the static findings in the files involved that no runtime event confirmed or explained."""
-    from torchlint.api import check_paths
+    from torchlint.runtime.confirm import static_findings
 
-    files = sorted({os.path.abspath(p) for p in report.sources if p and os.path.isfile(p)})
     seen = {(os.path.abspath(f.path), f.line, f.code) for e in report.events for f in e.confirmed}
     prefixes = (*OBSERVABLE, "TL5") if repro_ran else OBSERVABLE
-    report.not_observed = [f for f in (check_paths(files) if files else [])
+    report.not_observed = [f for f in static_findings(report.sources)
                            if f.code.startswith(prefixes) and (os.path.abspath(f.path), f.line, f.code) not in seen]
     return report
 
@@ -100,14 +99,15 @@ def run_model(target, specs: list[InputSpec], steps: int, loss: str, optimizer_n
     model = target.model.to(device).train()
     inputs, criterion, optimizer = training_setup(model, specs, loss, optimizer_name, lr, device)
     report = RunReport(target.name, [str(s) for s in specs], str(device), notes=list(target.notes))
-    with watch(model, optimizer, explode_factor=explode_factor, on_step=on_step, snapshot=snapshot) as watcher:
+    with watch(model, optimizer, explode_factor=explode_factor, on_step=on_step, snapshot=snapshot,
+               files=[str(target.source)] if target.source else []) as watcher:
         for _ in range(steps):
             train_step(model, inputs, criterion, optimizer)
             report.steps += 1
             if watcher.events:
                 break
     report.events, report.history = watcher.events, watcher.history
-    report.sources = [*([str(target.source)] if target.source else []), *watcher.sources()]
+    report.sources = watcher.sources()
     return report
 
 
@@ -143,5 +143,5 @@ def repro_event(difference, sources: list[str | None]) -> Event | None:
     name = where.split("`")[1] if "`" in where else None
     event = Event(NONDETERMINISTIC.code, NONDETERMINISTIC.name, step,
                   f"step {step}: two runs from the same seeds differ first in {where}{losses}", name)
-    explain(event, [s for s in sources if s])
+    explain(event, sources)
     return event

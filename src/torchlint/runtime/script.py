@@ -15,7 +15,7 @@ def run_script(path: str, script_args: list[str], max_steps: int | None, explode
                on_step=None, snapshot: bool = False) -> tuple[RunReport, int]:
     """The report and the exit status the script itself would have had (torchlint's report comes on top)."""
     watcher = Watch(None, None, explode_factor=explode_factor, max_steps=max_steps, on_step=on_step,
-                    snapshot=snapshot)
+                    snapshot=snapshot, files=[path])  # the script itself may hold the cause
     saved_argv, saved_path = sys.argv[:], sys.path[:]
     sys.argv = [path, *script_args]
     sys.path.insert(0, os.path.dirname(os.path.abspath(path)))
@@ -33,9 +33,5 @@ def run_script(path: str, script_args: list[str], max_steps: int | None, explode
     finally:
         sys.argv, sys.path[:] = saved_argv, saved_path
     report = RunReport(os.path.basename(path), [], "process", steps=watcher.step, events=watcher.events,
-                       history=watcher.history, sources=[os.path.abspath(path), *watcher.sources()])
-    from torchlint.runtime.confirm import explain
-
-    for event in report.events:  # the script itself may hold the cause (a loop keeping losses alive...)
-        explain(event, report.sources)
+                       history=watcher.history, sources=watcher.sources())
     return report, status

@@ -101,7 +101,7 @@ class Watch:
 
     def __init__(self, model: torch.nn.Module | None, optimizer: torch.optim.Optimizer | None,
                  explode_factor: float = 1e3, warmup: int = 5, stop_at_first: bool = True,
-                 max_steps: int | None = None, on_step=None, snapshot: bool = False) -> None:
+                 max_steps: int | None = None, on_step=None, snapshot: bool = False, files=()) -> None:
         self.model = model
         self.optimizer = optimizer
         self.explode_factor = explode_factor
@@ -109,6 +109,7 @@ class Watch:
         self.stop_at_first = stop_at_first
         self.max_steps = max_steps
         self.on_step = on_step  # called with each StepStats (the progress bar)
+        self.files = [os.path.abspath(f) for f in files]  # the user's files beyond the modules' (a script)
         self.snapshot = snapshot  # keep each step's starting state, to replay an update that went NaN
         self._snapshots: dict[torch.optim.Optimizer, Snapshot] = {}
         self.step = 0
@@ -123,6 +124,7 @@ class Watch:
         self._rng: tuple | None = None
         self._grad_bytes = 0  # kept gradients of outermost outputs, bounded by GRAD_BUDGET
         self._loss: torch.Tensor | None = None
+        self._first_loss = math.nan  # the run's first finite loss: a 1000x fall means it converged
         self._backward_site: tuple[str, int] | None = None  # where loss.backward() was called
         self._roots: dict[int, set[type]] = {}  # outermost modules seen: the classes they are made of
         self._handles: list = []
@@ -216,7 +218,7 @@ class Watch:
             self._grad_bytes += size
 
     def sources(self) -> list[str]:
-        """The user's files that define the watched modules' classes (not torch's)."""
+        """The user's files involved: those given, then those that define the watched modules' classes."""
         import inspect
 
         types = {type(m) for m in self.model.modules()} if self.model is not None else set().union(*self._roots.values())
@@ -228,7 +230,7 @@ class Watch:
                 continue
             if file and not file.startswith((replay.TORCH_ROOT, replay.HERE)):
                 files.add(os.path.abspath(file))
-        return sorted(files)
+        return [*self.files, *sorted(files - set(self.files))]
 
     def _name_of(self, module: torch.nn.Module) -> str:
         """Its path in the watched model, or in the outermost module seen this step that contains it."""
@@ -286,6 +288,8 @@ class Watch:
         stats = StepStats(self.step, loss, grad_norm, param_total, memory, now - self._clock)
         self._clock = now
         self.history.append(stats)
+        if math.isnan(self._first_loss) and math.isfinite(loss):
+            self._first_loss = loss
         try:
             self._judge(optimizer, track, params, param_norms, stats, bool(forward_nan), bool(forward_inf),
                         bool(grads), self._loss is not None)
@@ -316,11 +320,9 @@ class Watch:
         absorbs it."""
         downstream_bad = not math.isfinite(stats.grad_norm) or (loss_known and not math.isfinite(stats.loss))
         median = statistics.median(track.norms[-50:]) if len(track.norms) >= self.warmup else None
-        if not math.isfinite(stats.param_norm):
-            self._parameter_event(optimizer, track, params, param_norms)
-        elif track.param_total and stats.param_norm > self.explode_factor * track.param_total:
-            self._update_event(track, params, param_norms, stats.param_norm)
-        elif forward_nan or (forward_inf and downstream_bad):
+        if self._update_went_wrong(optimizer, track, params, param_norms, stats.param_norm):
+            return
+        if forward_nan or (forward_inf and downstream_bad):
             self._forward_event(nan=forward_nan)
         elif loss_known and not math.isfinite(stats.loss):
             self._loss_event(stats.loss)
@@ -331,8 +333,7 @@ class Watch:
         else:
             track.norms.append(stats.grad_norm)
             floor = min((group.get("eps") or 0.0 for group in optimizer.param_groups), default=0.0)
-            first_loss = next((s.loss for s in self.history if math.isfinite(s.loss)), math.nan)
-            learned = loss_known and (stats.loss == 0 or stats.loss < 1e-3 * first_loss)  # converged: 0 is expected
+            learned = loss_known and (stats.loss == 0 or stats.loss < 1e-3 * self._first_loss)  # converged
             track.low_steps = track.low_steps + 1 if has_grads and stats.grad_norm <= floor and not learned else 0
             if track.low_steps == self.warmup:
                 self._vanishing_event(optimizer, stats.grad_norm, floor)
@@ -347,11 +348,19 @@ class Watch:
             if not params:
                 continue
             param_norms = _norms([p.detach() for p in params], params[0].device)
-            total = torch.linalg.vector_norm(param_norms).item()
-            if not math.isfinite(total):
-                self._parameter_event(optimizer, track, params, param_norms)
-            elif track.param_total and total > self.explode_factor * track.param_total:
-                self._update_event(track, params, param_norms, total)
+            self._update_went_wrong(optimizer, track, params, param_norms,
+                                    torch.linalg.vector_norm(param_norms).item())
+
+    def _update_went_wrong(self, optimizer, track: _Track, params, param_norms, total: float) -> bool:
+        """What the last update of this optimizer left: NaN/Inf parameters (TL906), or a parameter
+        norm multiplied beyond `explode_factor` (TL903). True when one of them fired."""
+        if not math.isfinite(total):
+            self._parameter_event(optimizer, track, params, param_norms)
+        elif track.param_total and total > self.explode_factor * track.param_total:
+            self._update_event(track, params, param_norms, total)
+        else:
+            return False
+        return True
 
     def _record(self, event: Event) -> None:
         if self.stop_at_first and self.events:
@@ -515,10 +524,9 @@ class Watch:
             return 0
 
     def _check_memory(self, used: int, device: torch.device) -> None:
-        memory = [s.memory for s in self.history]
-        if not used or len(memory) <= MEMORY_WINDOW or any(e.code == MEMORY_GROWTH.code for e in self.events):
+        if not used or len(self.history) <= MEMORY_WINDOW or any(e.code == MEMORY_GROWTH.code for e in self.events):
             return
-        window = memory[-MEMORY_WINDOW - 1:]
+        window = [s.memory for s in self.history[-MEMORY_WINDOW - 1:]]
         rises = sum(b > a for a, b in zip(window, window[1:], strict=False))
         growth = window[-1] - window[0]
         if rises >= 0.8 * MEMORY_WINDOW and growth > max(MEMORY_MIN_GROWTH, 0.05 * window[0]):
