@@ -28,6 +28,7 @@ from torchlint.graph.catalog import SHAPE_MISMATCH, SHAPE_SPECIALIZATION
 from torchlint.graph.errors import TraceInputError
 from torchlint.graph.inputs import InputSpec
 from torchlint.graph.target import Target
+from torchlint.report.text import display_path
 from torchlint.static.rules.tl203_inplace_on_saved_tensor import InplaceOnSavedTensor
 
 INPLACE_ON_SAVED = InplaceOnSavedTensor.info
@@ -357,12 +358,7 @@ def _location(node, target: Target) -> tuple[str, int]:
     file, line = _source_of(node, target.source)
     if file is None:
         file, line = (str(target.source) if target.source else target.name), 1
-    try:
-        relative = os.path.relpath(file)
-        file = relative if not relative.startswith("..") else file
-    except ValueError:
-        pass
-    return file, line
+    return display_path(file), line
 
 
 def _finding(rule, message: str, file: str, line: int) -> Finding:

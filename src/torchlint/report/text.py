@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections import Counter
 from pathlib import Path
 
@@ -16,6 +17,15 @@ def _source_line(path: str, line: int, cache: dict[str, list[str]]) -> str | Non
             cache[path] = []
     lines = cache[path]
     return lines[line - 1] if 0 < line <= len(lines) else None
+
+
+def display_path(path: str) -> str:
+    """A path relative to the working directory when it lies below it, else as given."""
+    try:
+        relative = os.path.relpath(path)
+    except ValueError:  # another drive
+        return path
+    return path if relative.startswith("..") else relative
 
 
 def render_text(findings: list[Finding], *, statistics: bool = False, color: bool = False, **_: object) -> str:

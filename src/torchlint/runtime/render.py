@@ -4,18 +4,13 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import statistics
 
 from torchlint.catalog import rules_by_code
 from torchlint.finding import Finding
 from torchlint.report.json_format import finding_json
+from torchlint.report.text import display_path
 from torchlint.runtime.run import RunReport
-
-
-def _display(path: str) -> str:
-    relative = os.path.relpath(path)
-    return path if relative.startswith("..") else relative
 
 
 def _summary(report: RunReport) -> dict[str, dict[str, float]]:
@@ -52,17 +47,17 @@ def render_run(report: RunReport) -> str:
                f"{', '.join(report.inputs)}"]
     out.extend(f"note: {note}" for note in report.notes)
     for event in report.events:
-        where = f"{_display(event.file)}:{event.line}: " if event.file else ""
+        where = f"{display_path(event.file)}:{event.line}: " if event.file else ""
         out.append(f"{where}{event.code} {event.name}: {event.message}")
         for finding in event.confirmed:
             verb = f"confirmed at step {event.step}:" if event.line else "explained by"
-            out.append(f"  {verb} {finding.code} {finding.name} (static) at {_display(finding.path)}:{finding.line}: "
+            out.append(f"  {verb} {finding.code} {finding.name} (static) at {display_path(finding.path)}:{finding.line}: "
                        f"{finding.message}")
     if not report.events:
         out.append(f"No NaN/Inf, exploding or vanishing gradient, or memory growth in {report.steps} steps.")
     if report.not_observed:
         out.append(f"static findings not observed in {report.steps} steps:")
-        out.extend(f"  {_display(f.path)}:{f.line}: {f.code} {f.name}" for f in report.not_observed)
+        out.extend(f"  {display_path(f.path)}:{f.line}: {f.code} {f.name}" for f in report.not_observed)
     out.extend(report.repro)
     summary = _summary(report)
     if summary:
