@@ -1,0 +1,270 @@
+"""Precision on real code: the default rules over public PyTorch projects at pinned commits.
+
+Each project is extracted (``git archive``) from a bare mirror brought in with the session's
+``fetch`` tool (``/work/.mirror/<owner>+<name>/repo``, or ``$TORCHLINT_MIRRORS``) into
+``bench/.corpus/real/<name>``. Projects whose mirror is absent are skipped with a note, so the
+script runs anywhere (CI has no network and no mirrors).
+
+Every finding is looked up in ``bench/corpus_judgements/<project>.tsv`` (project, path, line, code,
+verdict, reason), where each line was written by reading the code as the project's maintainer
+would: TRUE (they would fix it), FALSE (wrong), NOISE (technically possible, they would close
+the report). Findings with no line there are listed as unjudged; judged TRUE findings that are
+no longer reported are listed as lost.
+
+    python bench/corpus.py                      # tables: per project, per rule
+    python bench/corpus.py --unjudged           # also print unjudged findings as TSV rows to judge
+    python bench/corpus.py --project nanogpt    # one project
+    python bench/corpus.py --markdown           # the README tables
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import os
+import subprocess
+import sys
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+
+from torchlint.api import check_files
+from torchlint.config import Settings
+
+HERE = Path(__file__).resolve().parent
+EXTRACTED = HERE / ".corpus" / "real"
+JUDGEMENTS = HERE / "corpus_judgements"  # one <project>.tsv per project
+VERDICTS = ("TRUE", "FALSE", "NOISE")
+
+
+@dataclass(frozen=True)
+class Project:
+    name: str
+    repo: str  # owner/name on GitHub
+    commit: str
+    paths: tuple[str, ...]  # what is analysed, relative to the repository root
+    exclude: tuple[str, ...] = ("tests", "test", "docs")
+
+
+PROJECTS = (
+    # The eight projects of the first outside judgement (issue 12).
+    Project("nanogpt", "karpathy/nanoGPT", "3adf61e154c3fe3fca428ad6bc3818b27a3b8291", (".",)),
+    Project("timm-train", "huggingface/pytorch-image-models", "aa4b5850c1543fa488abf260f18390eda46cf85d",
+            ("train.py", "validate.py", "inference.py", "timm/loss", "timm/optim", "timm/scheduler",
+             "timm/utils", "timm/task")),
+    Project("lightning-examples", "Lightning-AI/pytorch-lightning", "7f0c3436cd3f6ad3753125672024fc415cbcb414",
+            ("examples",)),
+    Project("denoising-diffusion", "lucidrains/denoising-diffusion-pytorch",
+            "faed4db28e724735323fa91c70aa9b28a6e1cbac", (".",)),
+    Project("pytorch-examples", "pytorch/examples", "77f55b912142e11fcfdf5b530231fb9c52f181e8", (".",)),
+    Project("cleanrl", "vwxyzjn/cleanrl", "fe8d8a03c41a7ef5b523e2e354bd01c363e786bb", ("cleanrl",)),
+    Project("pyg-examples", "pyg-team/pytorch_geometric", "5c6461b2305ad068a6d61165b3c55852a11aaa41",
+            ("examples",)),
+    Project("guided-diffusion", "openai/guided-diffusion", "22e0df8183507e13a7813f8d38d51b072ca1e67c", (".",)),
+    # Others: a transformers-style library, LLM fine-tuning, a detection code base, a minimal GPT.
+    Project("peft", "huggingface/peft", "5d602fdbff04c33c1c4de55cda9d4ae1d7cb7e40", ("src/peft", "examples")),
+    Project("alpaca-lora", "tloen/alpaca-lora", "8bb8579e403dc78e37fe81ffbb253c413007323f", (".",)),
+    Project("yolov5", "ultralytics/yolov5", "5081342f04fb287fc2e5f2b5a4e06752b7937b1c", (".",)),
+    Project("mingpt", "karpathy/minGPT", "37baab71b9abea1b76ab957409a1cc2fbfba8a26", (".",)),
+)
+
+
+def mirror(project: Project) -> Path | None:
+    roots = [Path(p) for p in os.environ.get("TORCHLINT_MIRRORS", "").split(os.pathsep) if p]
+    roots.append(Path("/work/.mirror"))
+    for root in roots:
+        candidate = root / project.repo.replace("/", "+") / "repo"
+        if candidate.is_dir():
+            return candidate
+    return None
+
+
+def extract(project: Project) -> Path | None:
+    """The project's files at its commit, extracted once; None when no mirror is on this machine."""
+    target = EXTRACTED / project.name
+    stamp = target / ".torchlint-corpus-commit"
+    if stamp.is_file() and stamp.read_text().strip() == project.commit:
+        return target
+    source = mirror(project)
+    if source is None:
+        return None
+    listing = subprocess.run(
+        ["git", "--git-dir", str(source), "ls-tree", "-r", "-z", project.commit, "--",
+         *[p for p in project.paths if p != "."]],
+        check=True, capture_output=True,
+    ).stdout.decode()
+    blobs = []
+    for entry in filter(None, listing.split("\0")):
+        meta, name = entry.split("\t", 1)
+        if meta.split()[1] == "blob" and _kept(name, project):
+            blobs.append((meta.split()[2], name))
+    # A snapshot may lack its largest blobs; `cat-file --batch` says "missing" for those.
+    contents = subprocess.run(
+        ["git", "--git-dir", str(source), "cat-file", "--batch"],
+        input="".join(f"{sha}\n" for sha, _ in blobs).encode(), check=True, capture_output=True,
+    ).stdout
+    if target.exists():
+        subprocess.run(["rm", "-rf", str(target)], check=True)
+    target.mkdir(parents=True)
+    offset = 0
+    for _sha, name in blobs:
+        header_end = contents.index(b"\n", offset)
+        header = contents[offset:header_end].split()
+        offset = header_end + 1
+        if header[-1] == b"missing":
+            continue
+        size = int(header[2])
+        destination = target / name
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        destination.write_bytes(contents[offset:offset + size])
+        offset += size + 1
+    stamp.write_text(project.commit + "\n")
+    return target
+
+
+def _kept(name: str, project: Project) -> bool:
+    parts = name.split("/")
+    return name.endswith(".py") and not any(p in project.exclude for p in parts[:-1])
+
+
+def python_files(root: Path) -> list[Path]:
+    return sorted(p for p in root.rglob("*.py") if p.is_file())
+
+
+def lines_of(files: list[Path]) -> int:
+    return sum(len(f.read_bytes().splitlines()) for f in files)
+
+
+def load_judgements() -> dict[tuple[str, str, int, str], tuple[str, str]]:
+    table: dict[tuple[str, str, int, str], tuple[str, str]] = {}
+    for sheet in sorted(JUDGEMENTS.glob("*.tsv")):
+        with sheet.open(encoding="utf-8") as handle:
+            for row in csv.reader(handle, delimiter="\t", quoting=csv.QUOTE_NONE):
+                if not row or row[0].startswith("#") or row[0] == "project":
+                    continue
+                project, path, line, code, verdict, reason = (row + [""] * 6)[:6]
+                if verdict not in VERDICTS:
+                    raise SystemExit(f"{sheet.name}: bad verdict {verdict!r} in {row}")
+                table[(project, path, int(line), code)] = (verdict, reason)
+    return table
+
+
+def run_project(project: Project, root: Path) -> tuple[list, int, int, float]:
+    files = python_files(root)
+    settings = Settings(root=root)
+    started = time.perf_counter()
+    results = check_files([root], settings, jobs=1, cache=False)
+    elapsed = time.perf_counter() - started
+    findings = []
+    for result in results:
+        for finding in result.findings:
+            relative = Path(finding.path).resolve().relative_to(root.resolve()).as_posix()
+            findings.append((relative, finding))
+    return findings, len(files), lines_of(files), elapsed
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--project", action="append", help="only these projects (repeatable)")
+    parser.add_argument("--unjudged", action="store_true", help="print unjudged findings as TSV rows")
+    parser.add_argument("--markdown", action="store_true", help="print the README tables")
+    parser.add_argument("--list", action="store_true", help="print every finding with its verdict")
+    args = parser.parse_args(argv)
+
+    judgements = load_judgements()
+    chosen = [p for p in PROJECTS if not args.project or p.name in args.project]
+    per_project = []
+    per_rule: dict[str, Counter] = defaultdict(Counter)
+    unjudged_rows = []
+    listed = []
+    reported_keys = set()
+    skipped = []
+    for project in chosen:
+        root = extract(project)
+        if root is None:
+            skipped.append(project.name)
+            continue
+        findings, nfiles, nlines, elapsed = run_project(project, root)
+        counts = Counter()
+        for relative, finding in findings:
+            key = (project.name, relative, finding.line, finding.code)
+            reported_keys.add(key)
+            verdict = judgements.get(key, ("UNJUDGED", ""))[0]
+            counts[verdict] += 1
+            per_rule[finding.code][verdict] += 1
+            listed.append((key, verdict, finding.message))
+            if verdict == "UNJUDGED":
+                unjudged_rows.append("\t".join([project.name, relative, str(finding.line), finding.code, "?",
+                                                finding.message.replace("\t", " ")]))
+        per_project.append((project, nfiles, nlines, len(findings), counts, elapsed))
+
+    lost = sorted(k for k, (v, _) in judgements.items()
+                  if v == "TRUE" and k[0] in {p.name for p, *_ in per_project} and k not in reported_keys)
+
+    if args.list:
+        for key, verdict, message in listed:
+            print(f"{verdict:8} {key[0]}:{key[1]}:{key[2]}: {key[3]} {message}")
+    print(_tables(per_project, per_rule, markdown=args.markdown))
+    if skipped:
+        print(f"\nskipped (no mirror on this machine): {', '.join(skipped)}")
+    if lost:
+        print(f"\nTRUE findings no longer reported ({len(lost)}):")
+        for key in lost:
+            print("  " + ":".join(map(str, key)))
+    if unjudged_rows:
+        print(f"\nunjudged findings: {len(unjudged_rows)}" + ("" if args.unjudged else " (--unjudged lists them)"))
+        if args.unjudged:
+            print("\n".join(unjudged_rows))
+    return 0
+
+
+def _precision(counts: Counter) -> str:
+    judged = counts["TRUE"] + counts["FALSE"] + counts["NOISE"]
+    return f"{100 * counts['TRUE'] / judged:.0f}%" if judged else "-"
+
+
+def _tables(per_project, per_rule, markdown: bool) -> str:
+    out = []
+    header = ("project", "files", "KLOC", "findings", "true", "false", "noise", "unjudged", "precision",
+              "KLOC/finding", "time")
+    rows = []
+    total = Counter()
+    tfiles = tlines = tfindings = 0
+    ttime = 0.0
+    for project, nfiles, nlines, nfindings, counts, elapsed in per_project:
+        rows.append((project.name, nfiles, f"{nlines / 1000:.1f}", nfindings, counts["TRUE"], counts["FALSE"],
+                     counts["NOISE"], counts["UNJUDGED"], _precision(counts),
+                     f"{nlines / 1000 / nfindings:.1f}" if nfindings else "-", f"{elapsed:.1f}s"))
+        total.update(counts)
+        tfiles += nfiles
+        tlines += nlines
+        tfindings += nfindings
+        ttime += elapsed
+    rows.append(("**total**" if markdown else "total", tfiles, f"{tlines / 1000:.1f}", tfindings, total["TRUE"],
+                 total["FALSE"], total["NOISE"], total["UNJUDGED"], _precision(total),
+                 f"{tlines / 1000 / tfindings:.1f}" if tfindings else "-", f"{ttime:.1f}s"))
+    out.append(_render(header, rows, markdown))
+    out.append("")
+    rule_rows = []
+    for code in sorted(per_rule):
+        counts = per_rule[code]
+        rule_rows.append((code, sum(counts.values()), counts["TRUE"], counts["FALSE"], counts["NOISE"],
+                          counts["UNJUDGED"], _precision(counts)))
+    out.append(_render(("rule", "findings", "true", "false", "noise", "unjudged", "precision"), rule_rows,
+                       markdown))
+    return "\n".join(out)
+
+
+def _render(header, rows, markdown: bool) -> str:
+    cells = [tuple(str(c) for c in header)] + [tuple(str(c) for c in row) for row in rows]
+    if markdown:
+        lines = ["| " + " | ".join(cells[0]) + " |", "|" + "---|" * len(header)]
+        lines += ["| " + " | ".join(row) + " |" for row in cells[1:]]
+        return "\n".join(lines)
+    widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) for row in cells)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
