@@ -3,29 +3,9 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-DOCS_URL = "https://github.com/torchlint/torchlint/blob/main/rules/{code}.md"
-
-
-@dataclass(frozen=True)
-class RuleInfo:
-    code: str
-    name: str
-    severity: str
-    summary: str
-    default_enabled: bool = True
-    fixable: bool = False
-    tags: tuple[str, ...] = ()
-    precision: str = "high"  # SARIF/CodeQL precision: very-high | high | medium | low
-    options: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def help_uri(self) -> str:
-        return DOCS_URL.format(code=self.code)
-
+from torchlint.rule import RuleInfo
 
 # Engine-level findings: not produced by a rule module.
 SYNTAX_ERROR = RuleInfo(

@@ -15,7 +15,8 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-from torchlint.catalog import ENGINE_RULES, RuleInfo, all_rules
+from torchlint.catalog import ENGINE_RULES, all_rules
+from torchlint.rule import RuleInfo
 
 KNOWN_KEYS = {"select", "ignore", "extend-select", "per-file-ignores", "exclude", "extend-exclude"}
 DEFAULT_EXCLUDE = (

@@ -1,6 +1,6 @@
 """Rules only the graph depth can check (the catalog lists them without importing torch)."""
 
-from torchlint.catalog import RuleInfo
+from torchlint.rule import RuleInfo
 
 SHAPE_MISMATCH = RuleInfo(
     "TL601", "shape-mismatch", "error",

@@ -16,10 +16,12 @@ from collections.abc import Callable
 import torch
 import torch.fx
 
-from torchlint.catalog import RuleInfo
 from torchlint.finding import Finding
-from torchlint.static import ops
-from torchlint.static.arith import arith
+from torchlint.rule import RuleInfo
+from torchlint.static.facts import ops
+from torchlint.static.facts.arith import arith
+from torchlint.static.facts.semantics import apply_op
+from torchlint.static.facts.values import ANY, NOTHING, POS, Value, constant
 from torchlint.static.rules.tl101_unguarded_log import UnguardedLog
 from torchlint.static.rules.tl102_log_of_probability import LogOfProbability
 from torchlint.static.rules.tl103_bce_on_probabilities import BceOnProbabilities
@@ -28,8 +30,6 @@ from torchlint.static.rules.tl106_unguarded_division import _ZERO_PRONE, Unguard
 from torchlint.static.rules.tl107_half_precision_softmax import HalfPrecisionSoftmax
 from torchlint.static.rules.tl108_unstable_exp import UnstableExp
 from torchlint.static.rules.tl203_inplace_on_saved_tensor import SAVES_OUTPUT
-from torchlint.static.semantics import apply_op
-from torchlint.static.values import ANY, NOTHING, POS, Value, constant
 
 __all__ = ["GraphNumerics", "SAVES_OUTPUT"]
 

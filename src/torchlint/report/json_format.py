@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from torchlint.catalog import DOCS_URL
 from torchlint.finding import Finding
+from torchlint.rule import DOCS_URL
 
 
 def finding_json(finding: Finding) -> dict:

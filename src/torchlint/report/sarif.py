@@ -10,8 +10,9 @@ from pathlib import Path
 from urllib.parse import quote
 
 from torchlint import __version__
-from torchlint.catalog import RuleInfo, all_rules, doc_sections, rule_doc
+from torchlint.catalog import all_rules, doc_sections, rule_doc
 from torchlint.finding import Finding
+from torchlint.rule import RuleInfo
 
 SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 _LEVEL = {"error": "error", "warning": "warning", "info": "note"}

@@ -1,6 +1,6 @@
 """Runtime rules (torch-free metadata, so the catalog can list them without importing torch)."""
 
-from torchlint.catalog import RuleInfo
+from torchlint.rule import RuleInfo
 
 NON_FINITE_FORWARD = RuleInfo(
     "TL901", "non-finite-forward", "error",

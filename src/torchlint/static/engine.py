@@ -12,14 +12,15 @@ from typing import Any
 
 import libcst as cst
 
-from torchlint.catalog import SYNTAX_ERROR, RuleInfo
+from torchlint.catalog import SYNTAX_ERROR
 from torchlint.finding import Edit, Finding, Fix
+from torchlint.rule import RuleInfo
 from torchlint.static import suppress
-from torchlint.static.context import FileContext
+from torchlint.static.interpret.context import FileContext
+from torchlint.static.interpret.walker import Walker
 from torchlint.static.locate import locate
 from torchlint.static.rules import STATIC_RULES, Rule
 from torchlint.static.rules.base import DELETE_LINE
-from torchlint.static.walker import Walker
 
 # Every rule needs torch or numpy to be imported: files that never mention them are skipped unparsed.
 _RELEVANT = re.compile(r"\b(?:torch|numpy)\b")

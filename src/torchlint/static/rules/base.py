@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from torchlint.catalog import RuleInfo
-from torchlint.static.context import CallInfo, FileContext
+from torchlint.rule import RuleInfo
+from torchlint.static.interpret.context import CallInfo, FileContext
 
 
 DELETE_LINE = "\x00delete-line"  # a replacement that removes the node's whole lines

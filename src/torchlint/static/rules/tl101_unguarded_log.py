@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import math
 
-from torchlint.catalog import RuleInfo
-from torchlint.static.context import CallInfo, FileContext, PendingFix
-from torchlint.static.ops import LOG_OPS
+from torchlint.rule import RuleInfo
+from torchlint.static.interpret.context import CallInfo, FileContext, PendingFix
+from torchlint.static.facts.ops import LOG_OPS
 from torchlint.static.rules.base import Rule, atom
-from torchlint.static.values import ANY, POS
+from torchlint.static.facts.values import ANY, POS
 
 
 class UnguardedLog(Rule):

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import libcst as cst
 
-from torchlint.catalog import RuleInfo
-from torchlint.static.context import CallInfo, FileContext
-from torchlint.static.ops import LOG_OPS
+from torchlint.rule import RuleInfo
+from torchlint.static.interpret.context import CallInfo, FileContext
+from torchlint.static.facts.ops import LOG_OPS
 from torchlint.static.rules.base import Rule
-from torchlint.static.values import POS
+from torchlint.static.facts.values import POS
 
 
 class HandWrittenBce(Rule):

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from torchlint.catalog import RuleInfo
-from torchlint.static.context import CallInfo, FileContext
+from torchlint.rule import RuleInfo
+from torchlint.static.interpret.context import CallInfo, FileContext
 from torchlint.static.rules.base import Rule
 
 # init function -> (positions of the numbers in the function form, their names, what they mean)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from torchlint.catalog import RuleInfo
-from torchlint.static.context import CallInfo, FileContext
+from torchlint.rule import RuleInfo
+from torchlint.static.interpret.context import CallInfo, FileContext
 from torchlint.static.rules.base import Rule
 
 ADAPTIVE = frozenset({"Adam", "AdamW", "RMSprop", "Adamax", "NAdam", "RAdam", "Adagrad", "Adadelta", "SparseAdam"})

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from torchlint.catalog import RuleInfo
-from torchlint.static.context import CallInfo, FileContext, PendingFix
-from torchlint.static.ops import INTEGRAL_OPS
+from torchlint.rule import RuleInfo
+from torchlint.static.interpret.context import CallInfo, FileContext, PendingFix
+from torchlint.static.facts.ops import INTEGRAL_OPS
 from torchlint.static.rules.base import Rule, atom, spelled
 
 

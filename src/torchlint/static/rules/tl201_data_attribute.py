@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from torchlint.catalog import RuleInfo
-from torchlint.static.context import FileContext
+from torchlint.rule import RuleInfo
+from torchlint.static.interpret.context import FileContext
 from torchlint.static.rules.base import Rule
 
 # Initialisation runs before any graph exists: `.data` there cannot corrupt a backward pass.

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from torchlint.catalog import RuleInfo
-from torchlint.static.context import FileContext
+from torchlint.rule import RuleInfo
+from torchlint.static.interpret.context import FileContext
 from torchlint.static.rules.base import Rule
 from torchlint.static.rules.training import ZERO_GRAD, innermost_training_loops, loop_header
 

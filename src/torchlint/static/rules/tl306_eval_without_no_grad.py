@@ -6,11 +6,11 @@ import re
 
 import libcst as cst
 
-from torchlint.catalog import RuleInfo
-from torchlint.static.context import CallInfo, FileContext
+from torchlint.rule import RuleInfo
+from torchlint.static.interpret.context import CallInfo, FileContext
 from torchlint.static.rules.base import Rule
 from torchlint.static.rules.training import BACKWARD, STEP, actions, loop_header
-from torchlint.static.scopes import Body
+from torchlint.static.interpret.scopes import Body
 
 EVAL_LOADER = re.compile(r"(val|valid|validation|test|eval|dev)(_|loader|data|set|\b)", re.I)
 

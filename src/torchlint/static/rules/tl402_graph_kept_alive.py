@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import libcst as cst
 
-from torchlint.catalog import RuleInfo
-from torchlint.static.context import CallInfo, FileContext
-from torchlint.static.ops import LOSS_OPS
+from torchlint.rule import RuleInfo
+from torchlint.static.interpret.context import CallInfo, FileContext
+from torchlint.static.facts.ops import LOSS_OPS
 from torchlint.static.rules.base import Rule
 from torchlint.static.rules.training import BACKWARD, classify
-from torchlint.static.scopes import Mark
+from torchlint.static.interpret.scopes import Mark
 
 CUTS_GRAPH = frozenset({"item", "detach", "tolist", "numpy", "float", "int"})
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import libcst as cst
 
-from torchlint.catalog import RuleInfo
-from torchlint.static.context import CallInfo, FileContext
+from torchlint.rule import RuleInfo
+from torchlint.static.interpret.context import CallInfo, FileContext
 from torchlint.static.rules.base import Rule
 from torchlint.static.rules.tl502_conflicting_determinism import env_names
-from torchlint.static.scopes import Mark
+from torchlint.static.interpret.scopes import Mark
 
 NOT_CUDA_WORK = frozenset({"manual_seed", "manual_seed_all", "is_available", "device_count", "seed", "seed_all"})
 

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from torchlint.static.context import CallInfo, FileContext
-from torchlint.static.scopes import Body, Mark
+from torchlint.static.interpret.context import CallInfo, FileContext
+from torchlint.static.interpret.scopes import Body, Mark
 
 BACKWARD, STEP, ZERO_GRAD, CLIP, UNSCALE, GRAD = "backward", "step", "zero_grad", "clip", "unscale", "grad"
 CLIP_NAMES = frozenset({"clip_grad_norm_", "clip_grad_value_", "clip_grad_norm", "clip_gradients"})

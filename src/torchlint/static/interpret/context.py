@@ -7,9 +7,9 @@ from typing import Any
 
 import libcst as cst
 
-from torchlint.catalog import RuleInfo
-from torchlint.static.scopes import MODULE_SCOPE, Body, Scope
-from torchlint.static.values import NOTHING, Value
+from torchlint.rule import RuleInfo
+from torchlint.static.facts.values import NOTHING, Value
+from torchlint.static.interpret.scopes import MODULE_SCOPE, Body, Scope
 
 
 @dataclass

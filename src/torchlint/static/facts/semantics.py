@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from torchlint.static import ops
-from torchlint.static.arith import square
-from torchlint.static.values import NONNEG, POS, UNKNOWN, Value, join
+from torchlint.static.facts import ops
+from torchlint.static.facts.arith import square
+from torchlint.static.facts.values import NONNEG, POS, UNKNOWN, Value, join
 
 
 def apply_op(op: str, x: Value, node, rest: list[Value]) -> Value:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from torchlint.static.context import FileContext
-from torchlint.static.values import ANY, NONNEG, NOTHING, POS, UNKNOWN, Value, constant
+from torchlint.static.facts.values import ANY, NONNEG, NOTHING, POS, UNKNOWN, Value, constant
+from torchlint.static.interpret.context import FileContext
 
 
 def square(base: Value, node, half: bool) -> Value:

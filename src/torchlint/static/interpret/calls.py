@@ -1,0 +1,277 @@
+"""Calls: resolve a call to a canonical op, a local function/class/module, and compute its result."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from torchlint.static.facts import ops
+from torchlint.static.facts.arith import arith, square
+from torchlint.static.facts.semantics import apply_op
+from torchlint.static.facts.values import NONNEG, NOTHING, POS, UNKNOWN, Value
+from torchlint.static.interpret.context import CallInfo, FileContext
+from torchlint.static.interpret.frames import module_qual
+
+
+class Calls:
+    """The call half of the interpreter (mixed into Walker)."""
+
+    def _call(self, node: cst.Call) -> Value:
+        info = CallInfo(node)
+        info.scope = self.scope
+        self.ctx.calls[id(node)] = info
+        self.events.append((0, info))
+        self.logs[-1].entries.append(info)
+        self.ctx.timeline.append(info)
+        func = node.func
+        ctx = self.ctx
+        qual = ctx.qualify(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
+        receiver_value = NOTHING
+        if qual is not None:
+            info.form = "function"
+            info.qual = qual
+            info.op = ops.FUNCTION_OPS.get(qual)
+        elif isinstance(func, cst.Attribute):
+            receiver_value = self.expr(func.value)
+            attr = func.attr.value
+            owner_attr = None
+            if receiver_value.kind == "instance" and receiver_value.cls is not None:
+                owner_attr = receiver_value.cls.attrs.get(attr) or receiver_value.cls.methods.get(attr)
+            if owner_attr is not None:
+                info.form = "local"
+                info.callee = owner_attr
+            elif receiver_value.kind in ("instance", "module") and attr in ("forward", "__call__"):
+                info.form = "local"
+                info.callee = receiver_value
+            else:
+                info.form = "method"
+                info.receiver = func.value
+                info.op = ops.METHOD_OPS.get(attr)
+                info.qual = attr
+        else:
+            info.callee = self.expr(func)
+            info.form = "local"
+
+        values = []
+        for arg in node.args:
+            value = self.expr(arg.value)
+            if arg.keyword is not None:
+                info.kwargs[arg.keyword.value] = arg.value
+            elif not arg.star:
+                info.args.append(arg.value)
+                values.append(value)
+
+        if info.op == "where":
+            _claim_where_guarded(ctx, node)
+        if info.form == "method" and info.op in ops.NULLARY_METHODS and info.args:
+            info.op = None  # `logger.log("loss", v)` is not a tensor log
+        if info.form == "local" and info.callee.kind == "module":
+            info.op = ops.MODULE_OPS.get(info.callee.qual or "")
+            if info.op is not None:
+                info.form = "module"
+        return self._call_result(info, receiver_value, values)
+
+    def _call_result(self, info: CallInfo, receiver: Value, values: list[Value]) -> Value:
+        node = info.node
+        form = info.form
+        if form == "local" or form == "module":
+            callee = info.callee
+            argument = values[0] if values else NOTHING
+            if callee.kind == "class":
+                return Value(kind="instance", cls=callee.cls, qual=callee.qual, node=node)
+            if callee.kind == "function":
+                return callee.returns or NOTHING
+            if callee.kind == "instance" and callee.cls is not None:
+                result = callee.cls.call_result()
+                return result.but(half=True) if callee.half and not result.kind else result
+            if callee.kind == "module":
+                return self._module_result(callee, argument, node)
+            if callee.half:  # an unknown model made float16 with .half()
+                return Value(half=True, node=node)
+            return NOTHING
+        if form == "method":
+            name = info.qual or ""
+            if receiver.kind == "param" and name in ("detach", "clone", "detach_"):
+                return Value()  # no longer a leaf that requires grad
+            if name in ops.COPY_METHODS and receiver.op is not None and not receiver.kind:
+                return receiver.but(node=info.node)  # same values, a different tensor
+            if name in ops.TRANSPARENT_METHODS:
+                return receiver
+            if name in ops.HALF_METHODS:
+                return receiver.but(half=True)
+            if name in ops.UPCAST_METHODS:
+                return receiver.but(half=False)
+            if name in ("to", "type"):
+                return self._cast(info, receiver)
+            if name in ("parameters", "named_parameters"):
+                return Value(kind="params")
+            if info.op is None:
+                return NOTHING
+            return self._op_result(info, receiver, values)
+        # function form
+        qual = info.qual or ""
+        grad = info.kwargs.get("requires_grad")
+        if isinstance(grad, cst.Name) and grad.value == "True" and qual.startswith("torch."):
+            return Value(kind="param", qual="leaf", node=node)
+        if info.op is not None:
+            operand = values[0] if values else NOTHING
+            return self._op_result(info, operand, values[1:])
+        if qual == "torch.nn.Parameter":
+            return Value(kind="param")
+        if qual.startswith("torch.nn.") and qual.rsplit(".", 1)[-1][:1].isupper() and not qual.startswith("torch.nn.init"):
+            return Value(kind="module", qual=module_qual(qual), items=tuple(values), node=node)
+        last = qual.rsplit(".", 1)[-1]
+        if qual.startswith("torch.optim.lr_scheduler."):
+            return Value(kind="scheduler", qual=qual, node=node)
+        if qual.startswith("torch.optim.") and last[:1].isupper():
+            return Value(kind="optimizer", qual=qual, node=node)
+        if last == "GradScaler" and qual.startswith("torch."):
+            return Value(kind="scaler", qual=qual, node=node)
+        if qual in ("torch.utils.data.DataLoader", "torch.utils.data.dataloader.DataLoader"):
+            workers = self.ctx.value(info.kwargs.get("num_workers"))
+            count = int(workers.const) if workers.op == "const" and workers.const is not None else (
+                0 if "num_workers" not in info.kwargs else None)
+            return Value(kind="dataloader", qual=qual, node=node, workers=count)
+        return NOTHING
+
+    def _module_result(self, module: Value, argument: Value, node) -> Value:
+        op = ops.MODULE_OPS.get(module.qual or "")
+        if op == "sequential":
+            result = argument
+            for layer in module.items:
+                if layer.kind == "module":
+                    result = self._module_result(layer, result, node)
+                elif layer.kind == "instance" and layer.cls is not None:
+                    result = layer.cls.call_result()
+                else:
+                    result = NOTHING
+            return result
+        if op == "identity":
+            return argument
+        if op == "linear":
+            return Value(op="matmul", unbounded=True, half=module.half or argument.half or self.fp16 > 0,
+                         desc="a linear-layer output", node=node)
+        if op in ("sigmoid", "softmax", "log_softmax", "relu", "softplus", "tanh"):
+            return apply_op(op, argument, node, [])
+        if op in ops.LOSS_OPS or (module.qual or "").endswith("Loss"):
+            return Value(op="loss", desc="a loss", node=node)
+        return NOTHING
+
+    def _cast(self, info: CallInfo, receiver: Value) -> Value:
+        for arg in list(info.args) + list(info.kwargs.values()):
+            qual = self.ctx.qualify(arg)
+            if qual in ops.FLOAT16_NAMES:
+                return receiver.but(half=True)
+            if qual in ops.UPCAST_DTYPES:
+                return receiver.but(half=False)
+        return receiver
+
+    def _op_result(self, info: CallInfo, operand: Value, rest: list[Value]) -> Value:
+        op = info.op
+        node = info.node
+        if op in ("clamp", "clamp_min"):
+            low = info.param(1, "min")
+            if low is None and op == "clamp":
+                return operand.but(node=node) if not operand.kind else NOTHING
+            bound = self.ctx.value(low)
+            if bound.op == "const" and bound.const is not None:
+                if bound.const > 0:
+                    # clamp(p, eps, 1 - eps) also keeps 1 - p away from 0: no longer a bare probability
+                    prob = operand.prob and info.param(2, "max") is None
+                    return Value(op="clamp", sign=POS, prob=prob, half=operand.half, node=node)
+                if bound.const == 0:
+                    return Value(op="clamp", sign=NONNEG, zero=True, desc="clamped at 0", half=operand.half,
+                                 node=node)
+                return Value(op="clamp", half=operand.half, node=node)
+            return Value(op="clamp", sign=POS, prob=operand.prob, half=operand.half, node=node)
+        if op in ("max", "min", "maximum", "minimum"):
+            second = info.param(1, "other")
+            second_value = self.ctx.value(second)
+            if op in ("maximum", "minimum") or (second is not None and second_value.op != "const"
+                                                  and "dim" not in info.kwargs):
+                signs = (operand.sign, second_value.sign)
+                if op in ("max", "maximum"):
+                    return Value(op=op, sign=POS if POS in signs else UNKNOWN, node=node)
+                return Value(op=op, sign=POS if signs == (POS, POS) else UNKNOWN, node=node)
+            return Value(op=op, sign=operand.sign if operand.sign == POS else UNKNOWN, of=operand,
+                         half=operand.half, node=node)
+        if op == "pow":
+            exponent = self.ctx.value(info.param(1, "exponent"))
+            if exponent.op == "const" and exponent.const is not None:
+                if exponent.const > 0 and exponent.const == int(exponent.const) and int(exponent.const) % 2 == 0:
+                    return square(operand, node, operand.half)
+                if exponent.const == 0.5:
+                    return Value(op="sqrt", sign=POS if operand.sign == POS else NONNEG, node=node)
+            return NOTHING
+        if op in ("matmul", "einsum"):
+            half = operand.half or any(v.half for v in rest) or self.fp16 > 0
+            return Value(op="matmul", unbounded=True, half=half, desc="a matmul output", node=node)
+        if op == "tensor":
+            dtype = self.ctx.qualify(info.kwargs["dtype"]) if "dtype" in info.kwargs else None
+            result = operand.but(kind=None, items=(), node=node, op=operand.op if operand.op != "const" else "tensor")
+            if operand.kind == "list":
+                result = Value(op="tensor", sign=NONNEG if operand.zero else UNKNOWN, zero=operand.zero,
+                               desc="an array containing 0" if operand.zero else "", node=node)
+            if dtype in ops.FLOAT16_NAMES:
+                result = result.but(half=True)
+            return result
+        if op in ("softmax", "log_softmax") and "dtype" in info.kwargs:
+            dtype = self.ctx.qualify(info.kwargs["dtype"])
+            if dtype in ops.UPCAST_DTYPES:
+                operand = operand.but(half=False)
+        if op == "rand" and info.name == "rand" and all(isinstance(a, (cst.Integer, cst.Tuple)) for a in info.args):
+            return Value(op="rand", node=node)  # a few literal-shaped samples: an exact 0 is ~1e-7 likely
+        if op == "divide":
+            divisor = rest[0] if rest else NOTHING
+            return self._arith_value("Divide", operand, divisor, info.operand, info.param(1, "other"), node)
+        return apply_op(op, operand, node, rest)
+
+    def _arith_value(self, op, left: Value, right: Value, left_node, right_node, node=None) -> Value:
+        return arith(op, left, right, left_node, right_node, node, self.ctx, self.fp16 > 0)
+
+    def _is_fp16_autocast(self, call: cst.Call) -> bool:
+        qual = self.ctx.qualify(call.func) or ""
+        if not qual.endswith("autocast") or not qual.startswith("torch."):
+            return False
+        dtype = None
+        device = None
+        enabled = True
+        for index, arg in enumerate(call.args):
+            name = arg.keyword.value if arg.keyword is not None else ("device_type" if index == 0 else "")
+            if name == "dtype":
+                dtype = self.ctx.qualify(arg.value)
+            elif name == "device_type" and isinstance(arg.value, cst.SimpleString):
+                device = arg.value.evaluated_value
+            elif name == "enabled" and isinstance(arg.value, cst.Name) and arg.value.value == "False":
+                enabled = False
+        if not enabled:
+            return False
+        if dtype is not None:
+            return dtype in ops.FLOAT16_NAMES
+        return qual == "torch.cuda.amp.autocast" or device == "cuda"
+
+
+
+def _claim_where_guarded(ctx: FileContext, call: cst.Call) -> None:
+    """`where(d == 0, fallback, x / d)` handles the zero itself: its division/log/sqrt of d is not reported."""
+    if not call.args or not isinstance(call.args[0].value, cst.Comparison):
+        return
+    condition = call.args[0].value
+    guarded = {ctx.shape(condition.left)}
+    guarded.update(ctx.shape(target.comparator) for target in condition.comparisons)
+    stack = [arg.value for arg in call.args[1:]]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.BinaryOperation):
+            if isinstance(node.operator, cst.Divide) and ctx.shape(node.right) in guarded:
+                ctx.claim(node)
+            stack.extend((node.left, node.right))
+        elif isinstance(node, cst.Call):
+            inner = [arg.value for arg in node.args]
+            if isinstance(node.func, cst.Attribute):
+                inner.append(node.func.value)
+            if any(ctx.shape(arg) in guarded for arg in inner):
+                ctx.claim(node)
+            stack.extend(inner)
+        elif isinstance(node, cst.UnaryOperation):
+            stack.append(node.expression)
+

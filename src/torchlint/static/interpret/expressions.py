@@ -1,0 +1,153 @@
+"""Expressions: what each kind of expression evaluates to, as an abstract value."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from torchlint.static.facts import ops
+from torchlint.static.facts.values import ANY, NONNEG, NOTHING, POS, UNKNOWN, Value, constant, join
+from torchlint.static.interpret.frames import Frame, params_of
+
+
+class Expressions:
+    """The expression half of the interpreter (mixed into Walker)."""
+
+    def expr(self, node: cst.BaseExpression) -> Value:
+        handler = self._expr.get(type(node))
+        value = handler(node) if handler is not None else NOTHING
+        if value is None:
+            value = NOTHING
+        self.ctx.values[id(node)] = value
+        return value
+
+    def _name(self, node: cst.Name) -> Value:
+        return self.frame.lookup(node.value)
+
+    def _float(self, node: cst.Float) -> Value:
+        try:
+            return constant(float(node.value.replace("_", "")), node)
+        except ValueError:
+            return NOTHING
+
+    def _attribute(self, node: cst.Attribute) -> Value:
+        if self.ctx.qualify(node) is not None:
+            return NOTHING
+        owner = self.expr(node.value)
+        attr = node.attr.value
+        if owner.cls is not None and owner.kind == "instance":
+            found = owner.cls.attrs.get(attr)
+            if found is not None and found.kind is not None:
+                return found  # numeric state (self.count = 0; self.count += 1) is not tracked
+        if attr == "weight" and owner.kind == "module" and ops.MODULE_OPS.get(owner.qual or "") == "linear":
+            return Value(kind="param", qual="matrix")  # multiplies activations: its scale compounds per layer
+        if attr in ("weight", "bias"):
+            return Value(kind="param")
+        if attr == "data":
+            self.events.append((3, node))
+            self.ctx.scopes[id(node)] = self.scope
+            return owner
+        if attr == "grad" and owner.kind == "param":
+            return Value(kind="grad")
+        if attr in ("T", "mT", "real"):
+            return owner
+        return NOTHING
+
+    def _subscript(self, node: cst.Subscript) -> Value:
+        base = self.expr(node.value)
+        for element in node.slice:
+            if isinstance(element.slice, cst.Index):
+                self.expr(element.slice.value)
+        if base.kind or base.op == "const":
+            return NOTHING
+        return base.but(node=node) if base is not NOTHING else NOTHING
+
+    def _sequence(self, node) -> Value:
+        items = tuple(self.expr(element.value) for element in node.elements)
+        return Value(kind="list", items=items, zero=any(item.zero for item in items), node=node)
+
+    def _dict(self, node: cst.Dict) -> Value:
+        for element in node.elements:
+            if isinstance(element, cst.DictElement):
+                self.expr(element.key)
+            self.expr(element.value)
+        return NOTHING
+
+    def _comparison(self, node: cst.Comparison) -> Value:
+        self.expr(node.left)
+        for target in node.comparisons:
+            self.expr(target.comparator)
+        return Value(op="mask", sign=NONNEG, zero=True, desc="a boolean mask", node=node)
+
+    def _boolop(self, node: cst.BooleanOperation) -> Value:
+        self.expr(node.left)
+        self.expr(node.right)
+        return NOTHING
+
+    def _ifexp(self, node: cst.IfExp) -> Value:
+        self.expr(node.test)
+        return join(self.expr(node.body), self.expr(node.orelse))
+
+    def _lambda(self, node: cst.Lambda) -> Value:
+        outer = self.frame
+        self.frame = Frame(outer)
+        for param in params_of(node.params):
+            self.frame.env[param.name.value] = NOTHING
+        try:
+            returns = self.expr(node.body)
+        finally:
+            self.frame = outer
+        return Value(kind="function", returns=returns)
+
+    def _comprehension(self, node) -> Value:
+        outer = self.frame
+        self.frame = Frame(outer)
+        try:
+            clause = node.for_in
+            while clause is not None:
+                iterable = self.expr(clause.iter)
+                self.bind(clause.target, Value(kind="param") if iterable.kind == "params" else NOTHING)
+                for condition in clause.ifs:
+                    self.expr(condition.test)
+                clause = clause.inner_for_in
+            if isinstance(node, cst.DictComp):
+                self.expr(node.key)
+                self.expr(node.value)
+            else:
+                self.expr(node.elt)
+        finally:
+            self.frame = outer
+        return NOTHING
+
+    def _namedexpr(self, node: cst.NamedExpr) -> Value:
+        value = self.expr(node.value)
+        self.bind(node.target, value)
+        return value
+
+    def _yield(self, node: cst.Yield) -> Value:
+        if isinstance(node.value, cst.From):
+            self.expr(node.value.item)
+        elif node.value is not None:
+            self.expr(node.value)
+        return NOTHING
+
+    def _fstring(self, node: cst.FormattedString) -> Value:
+        for part in node.parts:
+            if isinstance(part, cst.FormattedStringExpression):
+                self.expr(part.expression)
+        return NOTHING
+
+    def _unary(self, node: cst.UnaryOperation) -> Value:
+        inner = self.expr(node.expression)
+        if isinstance(node.operator, cst.Minus):
+            if inner.op == "const" and inner.const is not None:
+                return constant(-inner.const, node)
+            return Value(op="neg", sign=ANY if inner.sign == POS else UNKNOWN,
+                         unbounded=inner.unbounded, half=inner.half, node=node)
+        return NOTHING
+
+    def _binop(self, node: cst.BinaryOperation) -> Value:
+        self.events.append((1, node))
+        left = self.expr(node.left)
+        right = self.expr(node.right)
+        return self._arith_value(type(node.operator).__name__, left, right, node.left, node.right, node)
+

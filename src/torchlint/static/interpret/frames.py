@@ -1,0 +1,76 @@
+"""Interpreter state: name frames and what is known about the classes a file defines."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from torchlint.static.facts.values import NOTHING, Value
+
+
+@dataclass
+class ClassInfo:
+    name: str
+    bases: list[str]
+    attrs: dict[str, Value] = field(default_factory=dict)
+    methods: dict[str, Value] = field(default_factory=dict)
+
+    @property
+    def grad_disabled(self) -> bool:
+        """A custom torch.autograd.Function runs its forward and backward with grad mode off."""
+        return any(base in ("torch.autograd.Function", "torch.autograd.function.Function") for base in self.bases)
+
+    def call_result(self) -> Value:
+        method = self.methods.get("forward") or self.methods.get("__call__")
+        return method.returns if method is not None and method.returns is not None else NOTHING
+
+
+class Frame:
+    __slots__ = ("env", "parent", "returns", "self_value")
+
+    def __init__(self, parent: Frame | None, self_value: Value | None = None) -> None:
+        self.env: dict[str, Value] = {}
+        self.parent = parent
+        self.returns: list[Value] = []
+        self.self_value = self_value
+
+    def lookup(self, name: str) -> Value:
+        frame: Frame | None = self
+        while frame is not None:
+            value = frame.env.get(name)
+            if value is not None:
+                return value
+            frame = frame.parent
+        return NOTHING
+
+
+
+def params_of(params: cst.Parameters) -> list[cst.Param]:
+    found = list(params.posonly_params) + list(params.params) + list(params.kwonly_params)
+    for star in (params.star_arg, params.star_kwarg):
+        if isinstance(star, cst.Param):
+            found.append(star)
+    return found
+
+
+def module_frame(frame: Frame) -> Frame:
+    while frame.parent is not None:
+        frame = frame.parent
+    return frame
+
+
+def module_qual(qual: str) -> str:
+    """torch.nn.modules.activation.Sigmoid -> torch.nn.Sigmoid."""
+    if qual.startswith("torch.nn.modules."):
+        return "torch.nn." + qual.rsplit(".", 1)[-1]
+    return qual
+
+
+def dotted(node: cst.BaseExpression) -> str:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        return f"{dotted(node.value)}.{node.attr.value}"
+    return ""
+

@@ -1,0 +1,491 @@
+"""One traversal per file: an abstract interpreter over statements in source order.
+
+It tracks, per scope, what each name holds (``p = torch.sigmoid(z)`` makes ``p``
+a probability that can be 0), resolves every call to a canonical op, and hands
+calls and binary operations to the enabled rules in pre-order, so a rule that
+owns a whole expression (hand-written BCE) can claim the sub-expressions before
+the narrower rules see them. Branches are merged keeping only what every path
+agrees on; loops are walked once. Dispatch is by node type through dicts: no
+LibCST visitor and no metadata, which would cost as much as the parse itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+import libcst as cst
+
+from torchlint.static.facts.values import NOTHING, Value, constant, join
+from torchlint.static.interpret.calls import Calls
+from torchlint.static.interpret.context import FileContext
+from torchlint.static.interpret.expressions import Expressions
+from torchlint.static.interpret.frames import ClassInfo, Frame, dotted, module_frame, params_of
+from torchlint.static.interpret.scopes import MODULE_SCOPE, Body, Mark, Scope
+
+Handler = Callable[[FileContext, object], None]
+
+
+class Walker(Expressions, Calls):
+    def __init__(self, ctx: FileContext, handlers: tuple[list[Handler], ...]) -> None:
+        """handlers: per hook (call, binop, augassign, attribute, with, end), the rules' methods."""
+        self.ctx = ctx
+        self.handlers = handlers
+        self.events: list[tuple[int, object]] = []
+        self.fp16 = 0  # depth of float16 autocast regions
+        self.frame = Frame(None)
+        self.scope = MODULE_SCOPE
+        self.logs: list[Body] = []
+        self.block_size = 0
+        self._stmt: dict[type, Callable[[cst.CSTNode], None]] = {
+            cst.SimpleStatementLine: self._simple_line,
+            cst.FunctionDef: self._function,
+            cst.ClassDef: self._class,
+            cst.If: self._if,
+            cst.For: self._for,
+            cst.While: self._while,
+            cst.With: self._with,
+            cst.Try: self._try,
+            cst.TryStar: self._try,
+        }
+        self._small: dict[type, Callable[[cst.CSTNode], None]] = {
+            cst.Assign: self._assign,
+            cst.AnnAssign: self._annassign,
+            cst.AugAssign: self._augassign,
+            cst.Expr: lambda s: self.expr(s.value),
+            cst.Return: self._return,
+            cst.Import: self._import,
+            cst.ImportFrom: self._import_from,
+            cst.Raise: lambda s: s.exc is not None and self.expr(s.exc),
+            cst.Assert: lambda s: self.expr(s.test),
+        }
+        self._expr: dict[type, Callable[[cst.CSTNode], Value]] = {
+            cst.Name: self._name,
+            cst.Integer: lambda n: constant(int(n.value.replace("_", ""), 0), n),
+            cst.Float: self._float,
+            cst.Attribute: self._attribute,
+            cst.Call: self._call,
+            cst.BinaryOperation: self._binop,
+            cst.UnaryOperation: self._unary,
+            cst.Subscript: self._subscript,
+            cst.Tuple: self._sequence,
+            cst.List: self._sequence,
+            cst.Set: self._sequence,
+            cst.Comparison: self._comparison,
+            cst.BooleanOperation: self._boolop,
+            cst.IfExp: self._ifexp,
+            cst.Lambda: self._lambda,
+            cst.ListComp: self._comprehension,
+            cst.SetComp: self._comprehension,
+            cst.GeneratorExp: self._comprehension,
+            cst.DictComp: self._comprehension,
+            cst.Dict: self._dict,
+            cst.NamedExpr: self._namedexpr,
+            cst.Await: lambda n: self.expr(n.expression),
+            cst.Yield: self._yield,
+            cst.StarredElement: lambda n: self.expr(n.value),
+            cst.FormattedString: self._fstring,
+        }
+
+    # -- driver ----------------------------------------------------------------
+    def run(self, module: cst.Module) -> None:
+        body = Body("module", module, MODULE_SCOPE)
+        self.ctx.module_body = body
+        self.logs.append(body)
+        self._preregister(module.body, self.frame.env)
+        self.block(module.body)
+        for handler in self.handlers[5]:
+            handler(self.ctx)
+
+    def _preregister(self, statements, table: dict[str, Value]) -> None:
+        """Functions get their (still empty) body log up front, so a call to one defined later
+        in the file still expands to what it does."""
+        for statement in statements:
+            if isinstance(statement, cst.FunctionDef):
+                table[statement.name.value] = Value(kind="function", body=Body("function", statement, MODULE_SCOPE))
+
+    def block(self, body) -> None:
+        stmt = self._stmt
+        self.block_size = len(body)
+        for node in body:
+            handler = stmt.get(type(node))
+            if handler is not None:
+                handler(node)
+
+    def flush(self) -> None:
+        if not self.events:
+            return
+        events, self.events = self.events, []
+        ctx = self.ctx
+        table = self.handlers
+        for kind, item in events:
+            for handler in table[kind]:
+                handler(ctx, item)
+
+    def body(self, node) -> None:
+        """An indented block or a one-line suite."""
+        inner = node.body
+        if isinstance(inner, cst.IndentedBlock):
+            self.block(inner.body)
+        else:
+            for small in inner.body:
+                self._small_stmt(small)
+            self.flush()
+
+    # -- statements --------------------------------------------------------------
+    def _simple_line(self, node: cst.SimpleStatementLine) -> None:
+        if len(node.body) == 1 and isinstance(node.body[0], cst.Expr) and isinstance(node.body[0].value, cst.Call):
+            self.ctx.statements[id(node.body[0].value)] = (node, self.block_size == 1)
+        for small in node.body:
+            self._small_stmt(small)
+        self.flush()
+
+    def _small_stmt(self, small) -> None:
+        handler = self._small.get(type(small))
+        if handler is not None:
+            handler(small)
+
+    def _assign(self, node: cst.Assign) -> None:
+        value = self.expr(node.value)
+        for target in node.targets:
+            self._mark_assignment(target.target, node.value)
+            self.bind(target.target, value)
+
+    def _mark_assignment(self, target, value_node) -> None:
+        if isinstance(target, cst.Attribute):
+            if target.attr.value == "grad" and isinstance(value_node, cst.Name) and value_node.value == "None":
+                self._log(Mark("grad_none", target, scope=self.scope))
+            else:
+                qual = self.ctx.qualify(target)
+                if qual is not None and qual.startswith("torch."):
+                    self._log(Mark("setattr", target, qual, value_node, self.scope))
+        elif isinstance(target, cst.Subscript) and self.ctx.qualify(target.value) == "os.environ":
+            key = target.slice[0].slice if target.slice else None
+            if isinstance(key, cst.Index) and isinstance(key.value, cst.SimpleString):
+                self._log(Mark("env", target, str(key.value.evaluated_value), value_node, self.scope))
+
+    def _log(self, entry) -> None:
+        self.logs[-1].entries.append(entry)
+        self.ctx.timeline.append(entry)
+
+    def _annassign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None:
+            self.bind(node.target, self.expr(node.value))
+
+    def _augassign(self, node: cst.AugAssign) -> None:
+        left = self.expr(node.target)
+        right = self.expr(node.value)
+        self.events.append((2, node))
+        self.ctx.scopes[id(node)] = self.scope
+        self._log(Mark("accumulate", node, value=node.value, scope=self.scope))
+        if isinstance(node.target, cst.Name):
+            op = type(node.operator).__name__.replace("Assign", "")
+            self.frame.env[node.target.value] = self._arith_value(op, left, right, node.target, node.value)
+
+    def _return(self, node: cst.Return) -> None:
+        self.frame.returns.append(self.expr(node.value) if node.value is not None else NOTHING)
+
+    def _import(self, node: cst.Import) -> None:
+        aliases = self.ctx.aliases
+        for alias in node.names:
+            name = dotted(alias.name)
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                aliases[alias.asname.name.value] = name
+            else:
+                root = name.split(".", 1)[0]
+                aliases[root] = root
+
+    def _import_from(self, node: cst.ImportFrom) -> None:
+        if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
+            return
+        base = dotted(node.module)
+        for alias in node.names:
+            name = dotted(alias.name)
+            local = name
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                local = alias.asname.name.value
+            self.ctx.aliases[local] = f"{base}.{name}"
+
+    def _decorators(self, node) -> tuple[int, bool]:
+        fp16, no_grad = 0, False
+        for decorator in node.decorators:
+            expression = decorator.decorator
+            self.expr(expression)
+            if isinstance(expression, cst.Call) and self._is_fp16_autocast(expression):
+                fp16 = 1
+            no_grad = no_grad or self._disables_grad(expression)
+        self.flush()
+        return fp16, no_grad
+
+    def _disables_grad(self, expression) -> bool:
+        """torch.no_grad() / torch.inference_mode() / torch.set_grad_enabled(False), called or not."""
+        func = expression.func if isinstance(expression, cst.Call) else expression
+        qual = self.ctx.qualify(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
+        if qual in ("torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad"):
+            return True
+        if qual == "torch.set_grad_enabled" and isinstance(expression, cst.Call) and expression.args:
+            argument = expression.args[0].value
+            return isinstance(argument, cst.Name) and argument.value == "False"
+        return False
+
+    def _function(self, node: cst.FunctionDef, self_value: Value | None = None) -> Value:
+        fp16, no_grad = self._decorators(node)
+        registered = self.frame.env.get(node.name.value) if self_value is None else (
+            self_value.cls.methods.get(node.name.value) if self_value.cls is not None else None)
+        body = registered.body if registered is not None and isinstance(registered.body, Body) \
+            and registered.body.node is node else Body("function", node, MODULE_SCOPE)
+        name = node.name.value
+        if self_value is not None and self_value.cls is not None and self_value.cls.grad_disabled:
+            no_grad = True
+        body.scope = Scope(no_grad=no_grad or self.scope.no_grad, function=name,
+                           debug=self.scope.debug or "debug" in name.lower())
+        for param in params_of(node.params):
+            if param.default is not None:
+                self.expr(param.default)
+        self.flush()
+        outer = self.frame
+        frame = Frame(outer if outer.self_value is None else module_frame(outer))
+        params = params_of(node.params)
+        for index, param in enumerate(params):
+            if index == 0 and self_value is not None:
+                frame.env[param.name.value] = self_value
+            else:
+                frame.env[param.name.value] = Value()
+        self.frame = frame
+        self.fp16 += fp16
+        outer_scope = self.scope
+        self.scope = body.scope
+        self.logs.append(body)
+        self.ctx.functions.append(body)
+        try:
+            self._preregister(node.body.body if isinstance(node.body, cst.IndentedBlock) else [], frame.env)
+            self.body(node)
+        finally:
+            self.logs.pop()
+            self.scope = outer_scope
+            self.fp16 -= fp16
+            self.frame = outer
+        returns = NOTHING
+        if frame.returns:
+            returns = frame.returns[0]
+            for value in frame.returns[1:]:
+                returns = join(returns, value)
+        value = Value(kind="function", returns=returns, body=body)
+        if self_value is None:
+            outer.env[node.name.value] = value
+        return value
+
+    def _class(self, node: cst.ClassDef) -> None:
+        self._decorators(node)
+        bases = []
+        for arg in node.bases:
+            self.expr(arg.value)
+            bases.append(self.ctx.qualify(arg.value) or "")
+        self.flush()
+        info = ClassInfo(node.name.value, bases)
+        instance = Value(kind="instance", cls=info, qual=info.name)
+        outer = self.frame
+        body = node.body.body if isinstance(node.body, cst.IndentedBlock) else []
+        functions = [s for s in body if isinstance(s, cst.FunctionDef)]
+        functions.sort(key=lambda f: f.name.value != "__init__")  # __init__ first: it sets self.*
+        for function in functions:
+            info.methods[function.name.value] = Value(
+                kind="function", body=Body("function", function, MODULE_SCOPE))
+        class_frame = Frame(outer, self_value=instance)
+        self.frame = class_frame
+        try:
+            self.block([s for s in body if not isinstance(s, cst.FunctionDef)])
+            for function in functions:
+                info.methods[function.name.value] = self._function(function, instance)
+        finally:
+            self.frame = outer
+        outer.env[node.name.value] = Value(kind="class", cls=info, qual=info.name)
+
+    def _if(self, node: cst.If) -> None:
+        self.expr(node.test)
+        self.flush()
+        for name in _compared_names(node.test):
+            self.frame.env[name] = Value()
+        before = dict(self.frame.env)
+        outer_scope = self.scope
+        if not outer_scope.debug and _mentions(node.test, "debug"):
+            self.scope = replace(outer_scope, debug=True)
+        try:
+            self.body(node)
+        finally:
+            self.scope = outer_scope
+        after_then = self.frame.env
+        self.frame.env = dict(before)
+        if node.orelse is not None:
+            if isinstance(node.orelse, cst.If):
+                self._if(node.orelse)
+            else:
+                self.body(node.orelse)
+        self.frame.env = _merge(before, after_then, self.frame.env)
+
+    def _loop(self, node, header: Callable[[], Value | None]) -> None:
+        iterable = header()
+        self.flush()
+        before = dict(self.frame.env)
+        outer_scope = self.scope
+        self.scope = replace(outer_scope, loop_depth=outer_scope.loop_depth + 1)
+        loop = Body("loop", node, self.scope, iterable=iterable)
+        self._log(loop)
+        self.ctx.loops.append(loop)
+        self.logs.append(loop)
+        try:
+            self.body(node)
+        finally:
+            self.logs.pop()
+            self.scope = outer_scope
+        if node.orelse is not None:
+            self.body(node.orelse)
+        self.frame.env = _merge(before, before, self.frame.env)
+
+    def _for(self, node: cst.For) -> None:
+        def header() -> Value:
+            iterable = self.expr(node.iter)
+            item = Value(kind="param", qual="matrix") if iterable.kind == "params" else NOTHING
+            if iterable.kind == "params" and isinstance(node.target, cst.Tuple):
+                elements = node.target.elements
+                for element in elements[:-1]:
+                    self.bind(element.value, NOTHING)
+                self.bind(elements[-1].value, item)
+            else:
+                self.bind(node.target, item)
+            return _loader_of(self.ctx, node.iter, iterable)
+
+        self._loop(node, header)
+
+    def _while(self, node: cst.While) -> None:
+        self._loop(node, lambda: self.expr(node.test))
+
+    def _with(self, node: cst.With) -> None:
+        fp16, no_grad = 0, False
+        for item in node.items:
+            value = self.expr(item.item)
+            if isinstance(item.item, cst.Call) and self._is_fp16_autocast(item.item):
+                fp16 = 1
+            no_grad = no_grad or self._disables_grad(item.item)
+            if item.asname is not None:
+                self.bind(item.asname.name, value)
+        self.events.append((4, node))
+        self.ctx.scopes[id(node)] = self.scope
+        self.flush()
+        self.fp16 += fp16
+        outer_scope = self.scope
+        if no_grad and not outer_scope.no_grad:
+            self.scope = replace(outer_scope, no_grad=True)
+        try:
+            self.body(node)
+        finally:
+            self.scope = outer_scope
+            self.fp16 -= fp16
+
+    def _try(self, node) -> None:
+        self.body(node)
+        for handler in node.handlers:
+            if handler.type is not None:
+                self.expr(handler.type)
+                self.flush()
+            self.body(handler)
+        if node.orelse is not None:
+            self.body(node.orelse)
+        if node.finalbody is not None:
+            self.body(node.finalbody)
+
+    def bind(self, target: cst.BaseExpression, value: Value) -> None:
+        if isinstance(target, cst.Name):
+            # An unknown value still has an identity: `x - x.min()` must see the same `x` twice.
+            self.frame.env[target.value] = Value() if value is NOTHING else value
+        elif isinstance(target, (cst.Tuple, cst.List)):
+            items = value.items
+            for index, element in enumerate(target.elements):
+                item = items[index] if index < len(items) else NOTHING
+                self.bind(element.value, item)
+        elif isinstance(target, cst.Attribute):
+            owner = self.expr(target.value)
+            if target.attr.value == "data":
+                self.events.append((3, target))
+                self.ctx.scopes[id(target)] = self.scope
+            if owner.kind == "instance" and owner.cls is not None:
+                owner.cls.attrs[target.attr.value] = value
+        elif isinstance(target, cst.Subscript):
+            self.expr(target)
+
+
+
+def _merge(before: dict[str, Value], first: dict[str, Value], second: dict[str, Value]) -> dict[str, Value]:
+    merged = dict(second)
+    for name, value in first.items():
+        other = second.get(name)
+        if other is None:
+            merged[name] = value
+        elif other is not value:
+            merged[name] = join(value, other)
+    for name, value in second.items():
+        if name in before and name not in first and before[name] is not value:
+            merged[name] = join(before[name], value)
+    return merged
+
+
+
+
+def _mentions(node, word: str) -> bool:
+    """Whether a condition names something containing `word` (`if args.debug:`, `if DEBUG and x`)."""
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, cst.Name):
+            if word in item.value.lower():
+                return True
+        elif isinstance(item, cst.Attribute):
+            if word in item.attr.value.lower():
+                return True
+            stack.append(item.value)
+        elif isinstance(item, cst.Call):
+            stack.append(item.func)
+            stack.extend(arg.value for arg in item.args)
+        elif isinstance(item, cst.BooleanOperation):
+            stack.extend((item.left, item.right))
+        elif isinstance(item, cst.UnaryOperation):
+            stack.append(item.expression)
+        elif isinstance(item, cst.Comparison):
+            stack.append(item.left)
+            stack.extend(c.comparator for c in item.comparisons)
+        elif isinstance(item, cst.Subscript):
+            stack.append(item.value)
+    return False
+
+
+def _loader_of(ctx: FileContext, node, value: Value) -> Value:
+    """The DataLoader a for loop iterates, also through enumerate()/tqdm()/zip()."""
+    if value.kind == "dataloader":
+        return value
+    if isinstance(node, cst.Call):
+        for arg in node.args:
+            inner = ctx.value(arg.value)
+            if inner.kind == "dataloader":
+                return inner
+    return value
+
+
+def _compared_names(test: cst.BaseExpression) -> list[str]:
+    """Names a condition compares (`if d > 0`, `if (d != 0).all()`, `if a and b >= 0`)."""
+    found: list[str] = []
+    stack = [test]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, cst.BooleanOperation):
+            stack.extend((node.left, node.right))
+        elif isinstance(node, cst.UnaryOperation):
+            stack.append(node.expression)
+        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+            stack.append(node.func.value)
+        elif isinstance(node, cst.Comparison):
+            for side in [node.left] + [c.comparator for c in node.comparisons]:
+                if isinstance(side, cst.Name):
+                    found.append(side.value)
+    return found
+
+
