@@ -23,14 +23,16 @@ EXPECTED = {
     # a hand-written cross-entropy after the model: log of a softmax that underflows (runtime: TL901 on the loss)
     "numerics/loss_outside_model.py": {("TL102", 18)},
     "numerics/losses.py": {
-        ("TL102", 10), ("TL111", 17), ("TL111", 21), ("TL114", 25), ("TL105", 35), ("TL106", 39),
+        # pairwise_distance(a, b) (line 35) takes sqrt of inputs nothing is known about: no finding
+        ("TL102", 10), ("TL111", 17), ("TL111", 21), ("TL114", 25), ("TL106", 39),
         ("TL106", 49), ("TL101", 53), ("TL112", 57), ("TL113", 61), ("TL112", 65), ("TL108", 75),
         ("TL101", 80), ("TL106", 84), ("TL106", 89),
     },
     # seed 002 exercise: log(x - x.min() + 1e-9) in the second layer
     "numerics/nan_hunt_mlp.py": {("TL101", 17)},
     # seed 000 example 2: 1 / data with a zero; inverse class frequencies; norms. where-masked form clean
-    "numerics/preprocess_divide.py": {("TL106", 9), ("TL106", 15), ("TL106", 26)},
+    # (normalize_rows divides an unknown input by its norm: nothing shows the norm reaches 0)
+    "numerics/preprocess_divide.py": {("TL106", 9), ("TL106", 15)},
     # seed 000 example 1: an LSTM trained without gradient clipping
     "training/rnn_no_clip.py": {("TL302", 23)},
     "training/broken_loops.py": {

@@ -185,22 +185,55 @@ CASES = {
             return -(y * torch.log(p) + (1 - y) * torch.log(1 - p)).mean()
         """, set()),
     # --- TL105 unguarded-sqrt ----------------------------------------------------------------
-    "sqrt of a variance": ("""
+    "sqrt of a variance of a layer output": ("""
         import torch
-        def f(x):
-            var = x.var(dim=0)
-            return torch.sqrt(var)
-        """, {("TL105", 5)}),
-    "power one half of a sum of squared differences": ("""
+        import torch.nn as nn
+        class Head(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.proj = nn.Linear(8, 8)
+            def forward(self, h):
+                var = self.proj(h).var(dim=0)
+                return torch.sqrt(var)
+        """, {("TL105", 10)}),
+    "power one half of a sum of squared differences of embeddings": ("""
         import torch
-        def f(a, b):
-            return ((a - b) ** 2).sum(-1) ** 0.5
-        """, {("TL105", 4)}),
-    "sqrt of a clamp at zero": ("""
+        class Siamese(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.embed = torch.nn.Embedding(100, 16)
+            def forward(self, i, j):
+                a, b = self.embed(i), self.embed(j)
+                return ((a - b) ** 2).sum(-1) ** 0.5
+        """, {("TL105", 9)}),
+    "sqrt of a clamp at zero of a parameter expression": ("""
         import torch
-        def f(d2):
-            return d2.clamp(min=0).sqrt()
-        """, {("TL105", 4)}),
+        class Scale(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.raw = torch.nn.Parameter(torch.zeros(4))
+            def forward(self, x):
+                return x * self.raw.clamp(min=0).sqrt()
+        """, {("TL105", 8)}),
+    "clean: the same sqrt with no gradient (no_grad, numpy, .item(), unknown inputs)": ("""
+        import numpy as np
+        import torch
+        class Siamese(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.embed = torch.nn.Embedding(100, 16)
+            @torch.no_grad()
+            def distance(self, i, j):
+                a, b = self.embed(i), self.embed(j)
+                return ((a - b) ** 2).sum(-1) ** 0.5
+            def report(self, i, j):
+                with torch.inference_mode():
+                    d = torch.sqrt(((self.embed(i) - self.embed(j)) ** 2).sum(-1))
+                var = self.embed(i).var().item()
+                return d, np.sqrt(var), np.sqrt(np.var(np.asarray([1.0, 2.0])))
+        def rmse(pred, target):
+            return torch.sqrt(((pred - target) ** 2).mean())
+        """, set()),
     "clean: eps inside sqrt; unknown values; checked value; where-masked": ("""
         import torch
         def f(a, b, var):
@@ -211,11 +244,17 @@ CASES = {
             return x, y, z
         """, set()),
     # --- TL106 unguarded-division ---------------------------------------------------------
-    "division by norm": ("""
+    "division by the norm of a difference": ("""
+        import torch
+        def f(x, y):
+            d = x - y
+            return d / d.norm(dim=-1, keepdim=True)
+        """, {("TL106", 5)}),
+    "clean: division by the norm of an unknown embedding": ("""
         import torch
         def f(x):
             return x / x.norm(dim=-1, keepdim=True)
-        """, {("TL106", 4)}),
+        """, set()),
     "in-place division by std": ("""
         import torch
         def f(x):

@@ -18,17 +18,17 @@ import torch.fx
 
 from torchlint.finding import Finding
 from torchlint.rule import RuleInfo
-from torchlint.static.facts import ops
+from torchlint.static.facts import ops, semantics
 from torchlint.static.facts.arith import arith
 from torchlint.static.facts.semantics import apply_op
-from torchlint.static.facts.values import ANY, NOTHING, POS, Value, constant
-from torchlint.static.rules.tl101_unguarded_log import UnguardedLog
+from torchlint.static.facts.values import NOTHING, Value, constant
+from torchlint.static.rules.tl101_unguarded_log import UnguardedLog, log_hazard
 from torchlint.static.rules.tl102_log_of_probability import LogOfProbability
 from torchlint.static.rules.tl103_bce_on_probabilities import BceOnProbabilities
-from torchlint.static.rules.tl105_unguarded_sqrt import UnguardedSqrt
-from torchlint.static.rules.tl106_unguarded_division import _ZERO_PRONE, UnguardedDivision
+from torchlint.static.rules.tl105_unguarded_sqrt import UnguardedSqrt, sqrt_problem
+from torchlint.static.rules.tl106_unguarded_division import UnguardedDivision, zero_divisor
 from torchlint.static.rules.tl107_half_precision_softmax import HalfPrecisionSoftmax
-from torchlint.static.rules.tl108_unstable_exp import UnstableExp
+from torchlint.static.rules.tl108_unstable_exp import UnstableExp, overflows
 from torchlint.static.rules.tl203_inplace_on_saved_tensor import SAVES_OUTPUT
 
 __all__ = ["GraphNumerics", "SAVES_OUTPUT"]
@@ -122,29 +122,30 @@ class GraphNumerics:
 
     def _evaluate(self, node: torch.fx.Node) -> Value:
         if node.op == "placeholder":
-            return Value()
+            return Value(tracked=False)  # the model's input: data, no gradient of its own
         if node.op == "get_attr":
-            return Value(kind="param")
+            return Value(tracked=True)  # a parameter or buffer
         args = list(node.args)
         operator_name = OPERATORS.get(node.target) if node.op == "call_function" and not _aten_name(node) else \
             ATEN_OPERATORS.get(_aten_name(node) or "")
         if operator_name is not None and len(args) == 2:
-            return arith(operator_name, self.value(args[0]), self.value(args[1]), None, None, node, None, False)
+            return arith(operator_name, self.value(args[0]), self.value(args[1]), None, None, node, False)
         op = _canonical(node, self.modules)
         x = self.value(args[0]) if args else NOTHING
         if op is None:
             name = str(node.target) if node.op == "call_method" else ""
-            return x if name in ops.TRANSPARENT_METHODS or node.target is operator.getitem else NOTHING
+            if name in ops.TRANSPARENT_METHODS or node.target is operator.getitem:
+                return x
+            return Value(tracked=True) if node.op == "call_module" else NOTHING
         if op in ("clamp", "clamp_min"):
             low = node.kwargs.get("min", args[1] if len(args) > 1 else None)
-            bound = self.value(low)
-            if bound.op == "const" and bound.const is not None:
-                return Value(op="clamp", sign=POS if bound.const > 0 else x.sign, node=node)
-            return Value(op="clamp", sign=POS if low is not None else x.sign, node=node)
+            high = node.kwargs.get("max", args[2] if len(args) > 2 and op == "clamp" else None)
+            return semantics.clamp(x, self.value(low) if low is not None else None,
+                                   self.value(high) if high is not None else None, node)
         if op in ("matmul", "einsum", "linear"):
-            return Value(op="matmul", unbounded=True, desc="a matmul output", node=node)
+            return Value(op="matmul", unbounded=True, desc="a matmul output", tracked=True, node=node)
         if op == "divide" and len(args) > 1:
-            return arith("Divide", x, self.value(args[1]), None, None, node, None, False)
+            return arith("Divide", x, self.value(args[1]), None, None, node, False)
         if op in ("identity", "sequential"):
             return x
         return apply_op(op, x, node, [self.value(a) for a in args[1:]])
@@ -167,21 +168,19 @@ class GraphNumerics:
         if op in ops.LOG_OPS:
             if x.op in ("sigmoid", "softmax") and op == "log":
                 self._report(LogOfProbability.info, node, f"{where}: log of {x.desc} ({x_node}); use log_softmax / logsigmoid")
-            elif x.hazard and x.op != "sub":
-                tail = "can be 0 or negative" if x.sign == ANY else "can be 0"
-                self._report(UnguardedLog.info, node, f"{where}: log of {x.desc or x_node}, which {tail}")
+            elif log_hazard(x):
+                self._report(UnguardedLog.info, node, f"{where}: log of {x.desc or x_node}, which can be 0")
         elif op == "bce":
             prediction = x if node.op == "call_function" else self.value(args[0])
             if prediction.op == "sigmoid":
                 self._report(BceOnProbabilities.info, node, f"{where}: binary cross-entropy on a sigmoid output "
                              f"({x_node}); use the with-logits form on the logits")
-        elif op in ("sqrt", "rsqrt") and x.hazard:
-            self._report(UnguardedSqrt.info, node, f"{where}: {op} of {x.desc or x_node}, which can be 0: "
-                         "infinite gradient")
+        elif op in ("sqrt", "rsqrt") and sqrt_problem(x, op) is not None:
+            self._report(UnguardedSqrt.info, node, f"{where}: {op} of {x.desc or x_node}, which can be 0"
+                         f"{sqrt_problem(x, op)}")
         elif op == "divide" and len(args) > 1:
             divisor = self.value(args[1])
-            zero_prone = divisor.op in _ZERO_PRONE or (divisor.op in ("sum", "mean") and divisor.hazard)
-            if divisor.sign != POS and zero_prone:
+            if zero_divisor(divisor):
                 name = args[1].name if isinstance(args[1], torch.fx.Node) else "?"
                 self._report(UnguardedDivision.info, node, f"{where}: divides by {divisor.desc or name} ({name}), "
                              "which can be 0")
@@ -191,6 +190,6 @@ class GraphNumerics:
             if isinstance(fake, torch.Tensor) and fake.dtype == torch.float16 and not upcast:
                 self._report(HalfPrecisionSoftmax.info, node, f"{where}: {op} of float16 {x_node}: exp overflows "
                              "above ~11 and inputs above 65504 are inf; upcast or use bfloat16")
-            elif op == "exp" and x.unbounded and not x.shifted and x.op != "sub":
+            elif op == "exp" and overflows(x):
                 self._report(UnstableExp.info, node, f"{where}: exp of {x.desc or x_node} with no upper bound: "
                              "overflows above 88.7 in float32")

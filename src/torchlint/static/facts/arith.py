@@ -1,73 +1,64 @@
-"""What arithmetic does to the facts about its operands (sign, probability, float16, bounds)."""
+"""What arithmetic does to the facts about its operands: ranges, evidence of 0, probability, dtype."""
 
 from __future__ import annotations
 
 import libcst as cst
 
-from torchlint.static.facts.values import ANY, NONNEG, NOTHING, POS, UNKNOWN, Value, constant
-from torchlint.static.interpret.context import FileContext
+from torchlint.static.facts import ranges
+from torchlint.static.facts.values import (
+    DEGENERATE,
+    NONE,
+    NOTHING,
+    ROUTINE,
+    SATURATION,
+    Value,
+    constant,
+    numeric,
+    tracked_of,
+)
 
 
 def square(base: Value, node, half: bool) -> Value:
-    """x**2 is 0 exactly where x is: evidence only when x itself can be 0 (a difference, a ReLU...)."""
-    return Value(op="square", sign=NONNEG if base.hazard else UNKNOWN, desc="a square", half=half, node=node)
+    """x**2 is 0 exactly where x is."""
+    return Value(op="square", lo=0.0, hi=ranges.square(base.span, half)[1], zero=base.zero, desc="a square",
+                 half=half, tracked=base.tracked, of=base, node=node)
 
 
-def arith(op: str, left: Value, right: Value, left_node, right_node, node, ctx: FileContext, fp16: bool) -> Value:
+def arith(op: str, left: Value, right: Value, left_node, right_node, node, fp16: bool) -> Value:
     """The value of `left <op> right` (op is the LibCST operator class name)."""
     node = node if node is not None else left_node
+    left, right = numeric(left), numeric(right)
+    if left.kind or right.kind:
+        return NOTHING
     half = left.half or right.half
-    if op == "Add":
-        return _add(left, right, node, half)
-    if op == "Subtract":
-        return _subtract(left, right, left_node, right_node, node, half, ctx)
-    if op == "Multiply":
-        return _multiply(left, right, left_node, right_node, node, half, ctx)
     if left.op == "const" and right.op == "const" and left.const is not None and right.const is not None:
         folded = _fold(op, left.const, right.const)
         if folded is not None:
             return constant(folded, node)
+    if op == "Add":
+        return _add(left, right, node, half)
+    if op == "Subtract":
+        return _subtract(left, right, node, half)
+    if op == "Multiply":
+        return _multiply(left, right, left_node, right_node, node, half)
     if op == "Divide":
-        if right.op == "const" and right.const and right.const > 0:
-            return left.but(node=node, const=None, eps=None) if not left.kind else NOTHING
-        if left.sign == POS and right.sign == POS:
-            return Value(op="div", sign=POS, half=half, node=node)
-        if left.sign == NONNEG and right.sign == POS:
-            return Value(op="div", sign=NONNEG, desc=left.desc, half=half, node=node)
-        return Value(op="div", half=half, unbounded=left.unbounded, node=node)
+        return _divide(left, right, node, half)
     if op == "Power":
-        exponent = right.const if right.op == "const" else None
-        if exponent is not None and exponent == int(exponent) and int(exponent) % 2 == 0 and exponent > 0:
-            return square(left, node, half)
-        if exponent == 0.5:
-            return Value(op="sqrt", sign=POS if left.sign == POS else NONNEG, half=half, node=node)
-        return Value(half=half, node=node)
+        return _power(left, right, node, half)
     if op == "MatrixMultiply":
-        return Value(op="matmul", unbounded=True, half=half or fp16,
-                     desc="a matmul output", node=node)
+        return Value(op="matmul", unbounded=True, half=half or fp16, desc="a matmul output",
+                     tracked=tracked_of(left, right), node=node)
     return NOTHING
-
-
-def _add(left: Value, right: Value, node, half: bool) -> Value:
-    signs = (left.sign, right.sign)
-    if left.kind or right.kind:
-        return NOTHING
-    if left.op == "const" and right.op == "const" and left.const is not None and right.const is not None:
-        return constant(left.const + right.const, node)
-    if signs == (POS, POS):
-        return Value(op="add", sign=POS, half=half, node=node)
-    for guard, guarded in ((left, right), (right, left)):
-        if guard.sign == POS and guarded.sign == NONNEG:
-            # The eps is the value itself wherever `guarded` is exactly 0: track it only where that is routine.
-            eps = guard.const if guarded.zero else None
-            return Value(op="add", sign=POS, eps=eps, desc=guarded.desc, half=half, node=node)
-    if signs == (NONNEG, NONNEG):
-        return Value(op="add", sign=NONNEG, desc=left.desc or right.desc, half=half, node=node)
-    return Value(op="add", half=half, unbounded=left.unbounded or right.unbounded, node=node)
 
 
 def _fold(op: str, left: float, right: float) -> float | None:
     try:
+        if op == "Add":
+            return left + right
+        if op == "Subtract":
+            return left - right
+        if op == "Multiply":
+            return left * right
         if op == "Divide":
             return left / right
         if op == "Power" and abs(right) < 64:
@@ -77,45 +68,95 @@ def _fold(op: str, left: float, right: float) -> float | None:
     return None
 
 
-def _subtract(left: Value, right: Value, left_node, right_node, node, half, ctx) -> Value:
-    if left.kind or right.kind:
-        return NOTHING
-    if left.op == "const" and right.op == "const" and left.const is not None and right.const is not None:
-        return constant(left.const - right.const, node)
+def _add(left: Value, right: Value, node, half: bool) -> Value:
+    lo, hi = ranges.add(left.span, right.span, half)
+    tracked = tracked_of(left, right)
+    for guard, guarded in ((left, right), (right, left)):
+        if guard.op == "const" and guard.const is not None and guard.const > 0 and guarded.lo >= 0:
+            # `x + eps`: the eps is the value itself wherever x is exactly 0 (it may round away in float16).
+            eps = guard.const if guarded.zero == ROUTINE else None
+            return Value(op="add", lo=lo, hi=hi, zero=guarded.zero, eps=eps if lo > 0 else None,
+                         desc=guarded.desc, half=half, tracked=tracked, node=node)
+    zero = min(left.zero, right.zero) if left.lo >= 0 and right.lo >= 0 else NONE
+    return Value(op="add", lo=lo, hi=hi, zero=zero, desc=left.desc or right.desc, half=half,
+                 unbounded=left.unbounded or right.unbounded, tracked=tracked, node=node)
+
+
+def _subtract(left: Value, right: Value, node, half: bool) -> Value:
+    lo, hi = ranges.subtract(left.span, right.span, half)
+    tracked = tracked_of(left, right)
     if left.op == "const" and left.const == 1 and right.prob:
-        return Value(op="complement", sign=NONNEG, prob=True, half=half, node=node,
-                     desc="one minus a probability")
-    if right.op == "min" and right.of is not None and right.of is left and left is not NOTHING:
-        return Value(op="shift", sign=NONNEG, zero=True, half=half, node=node,
+        # 1 - p is 0 where p rounds to 1: a sigmoid does above x ~ 16.6 in float32 (8.3 in float16).
+        return Value(op="complement", lo=lo, hi=hi, zero=SATURATION if right.hi >= 1 else NONE,
+                     prob=True, half=half, tracked=tracked, node=node, desc="one minus a probability")
+    if right.op == "min" and _same(right.of, left):
+        return Value(op="shift", lo=0.0, hi=ranges.INF, zero=ROUTINE, half=half, tracked=tracked, node=node,
                      desc="a shift by its own minimum")
-    if right.op == "max" and right.of is not None and (right.of is left or right.of.node is left.node):
-        return Value(op="shift", shifted=True, half=half, node=node)
+    if right.op == "max" and _same(right.of, left):
+        return Value(op="shift", lo=-ranges.INF, hi=0.0, shifted=True, half=half, tracked=tracked, node=node)
     if left.op in ("max", "min") and right.op in ("max", "min"):
-        return Value(op="range", sign=NONNEG, desc="a max - min range",
-                     half=half, node=node)
+        return Value(op="range", lo=0.0, hi=ranges.INF, zero=DEGENERATE, desc="a max - min range",
+                     half=half, tracked=tracked, node=node)
+    if right.op == "const" and right.const is not None and right.const <= 0:
+        return _add(left, constant(-right.const), node, half)
     if left.op == "const" or right.op == "const":
-        if right.op == "const" and right.const is not None and right.const <= 0:
-            return _add(left, constant(-right.const), node, half)
-        return Value(op="sub", half=half, unbounded=left.unbounded, node=node)
-    return Value(op="sub", sign=ANY, desc="a difference", half=half,
-                 unbounded=left.unbounded or right.unbounded, node=node)
+        return Value(op="sub", lo=lo, hi=hi, half=half, unbounded=left.unbounded, tracked=tracked, node=node)
+    # Two values: exactly 0 where they are equal (a distance between identical points).
+    return Value(op="sub", lo=lo, hi=hi, zero=DEGENERATE, desc="a difference", half=half,
+                 unbounded=left.unbounded or right.unbounded, tracked=tracked, node=node)
 
 
-def _multiply(left: Value, right: Value, left_node, right_node, node, half, ctx) -> Value:
-    if left.kind or right.kind:
-        return NOTHING
-    if left.op == "const" and right.op == "const" and left.const is not None and right.const is not None:
-        return constant(left.const * right.const, node)
+def _same(reduced: Value | None, value: Value) -> bool:
+    """`x.min()` / `x.max()` reduced this very value (or a detached view of it)."""
+    if reduced is None or value is NOTHING:
+        return False
+    return reduced is value or (value.node is not None and reduced.node is value.node)
+
+
+def _multiply(left: Value, right: Value, left_node, right_node, node, half: bool) -> Value:
     if left is right and left is not NOTHING or (
         isinstance(left_node, cst.Name) and isinstance(right_node, cst.Name) and left_node.value == right_node.value
     ):
         return square(left, node, half)
     for scale, other in ((left, right), (right, left)):
-        if scale.op == "const" and scale.const is not None and scale.const > 0:
-            return other.but(node=node, const=None) if other is not NOTHING else NOTHING
-    signs = {left.sign, right.sign}
-    if signs == {POS}:
-        return Value(op="mul", sign=POS, half=half, node=node)
-    if signs <= {POS, NONNEG}:
-        return Value(op="mul", sign=NONNEG, desc=left.desc or right.desc, half=half, node=node)
-    return Value(op="mul", half=half, unbounded=left.unbounded or right.unbounded, node=node)
+        if scale.op == "const" and scale.const is not None and scale.const > 0 and other is not NOTHING:
+            lo, hi = ranges.multiply(other.span, scale.span, half)
+            return other.but(lo=lo, hi=hi, node=node, const=None, prob=False, eps=None)
+    lo, hi = ranges.multiply(left.span, right.span, half)
+    return Value(op="mul", lo=lo, hi=hi, zero=max(left.zero, right.zero), desc=left.desc or right.desc,
+                 half=half, unbounded=left.unbounded or right.unbounded, tracked=tracked_of(left, right),
+                 node=node)
+
+
+def _divide(left: Value, right: Value, node, half: bool) -> Value:
+    if right.op == "const" and right.const and right.const > 0:
+        lo, hi = ranges.divide(left.span, right.span, half)
+        return left.but(lo=lo, hi=hi, node=node, const=None, eps=None, prob=False) if left is not NOTHING \
+            else NOTHING
+    lo, hi = ranges.divide(left.span, right.span, half)
+    return Value(op="div", lo=lo, hi=hi, zero=left.zero, desc=left.desc if left.zero else "", half=half,
+                 unbounded=left.unbounded, tracked=tracked_of(left, right), node=node)
+
+
+def _power(base: Value, exponent: Value, node, half: bool) -> Value:
+    power = exponent.const if exponent.op == "const" else None
+    if power is None:
+        return Value(half=half, tracked=tracked_of(base, exponent), node=node)
+    if power > 0 and power == int(power) and int(power) % 2 == 0:
+        return square(base, node, half)
+    lo, hi = ranges.power(base.span, power, half)
+    if power == 0.5:
+        return Value(op="sqrt", lo=lo, hi=hi, zero=base.zero, desc="a square root", half=half,
+                     tracked=base.tracked, of=base, node=node)
+    return Value(op="pow", lo=lo, hi=hi, zero=base.zero if power > 0 else NONE, half=half,
+                 tracked=base.tracked, node=node)
+
+
+def negate(inner: Value, node) -> Value:
+    if inner.kind:
+        return NOTHING
+    if inner.op == "const" and inner.const is not None:
+        return constant(-inner.const, node)
+    lo, hi = ranges.negate(inner.span)
+    return Value(op="neg", lo=lo, hi=hi, zero=inner.zero, unbounded=inner.unbounded, half=inner.half,
+                 tracked=inner.tracked, node=node)

@@ -110,6 +110,12 @@ TRANSPARENT_METHODS = frozenset({
 COPY_METHODS = frozenset({"clone", "gather", "index_select", "masked_select", "contiguous", "numpy", "tolist",
                           "item", "cpu", "cuda"})
 UPCAST_METHODS = frozenset({"float", "double"})
+# Methods whose result carries no autograd history.
+DETACHING_METHODS = frozenset({"detach", "detach_", "item", "numpy", "tolist"})
+# Calls of Python builtins that turn a tensor into a plain number.
+PYTHON_NUMBERS = frozenset({"float", "int", "len", "bool"})
+# Function namespaces with no autograd: their results are never tracked.
+UNTRACKED_PREFIXES = ("numpy.", "math.", "scipy.")
 HALF_METHODS = frozenset({"half"})
 
 

@@ -1,68 +1,181 @@
-"""What each canonical op returns, as an abstract value."""
+"""What each canonical op returns, as an abstract value: its range, evidence of 0, dtype, history."""
 
 from __future__ import annotations
 
-from torchlint.static.facts import ops
+from torchlint.static.facts import ops, ranges
 from torchlint.static.facts.arith import square
-from torchlint.static.facts.values import NONNEG, POS, UNKNOWN, Value, join
+from torchlint.static.facts.values import (
+    DEGENERATE,
+    NONE,
+    ROUTINE,
+    SATURATION,
+    UNDERFLOW,
+    Value,
+    join,
+    numeric,
+    tracked_of,
+)
+
+INF = ranges.INF
+# A softmax of inputs whose spread stays below this keeps every probability > 0 in float32,
+# for up to 1e8 classes (exp(-60) / 1e8 ~ 9e-35).
+SOFTMAX_SAFE_SPREAD = 60.0
 
 
 def apply_op(op: str, x: Value, node, rest: list[Value]) -> Value:
     """The value an op returns given its operand `x` (and the other arguments' values)."""
+    x = numeric(x)
     half = x.half
+    tracked = tracked_of(x, *rest) if rest else x.tracked
     if op == "identity":
         return x
     if op == "sigmoid":
-        return Value(op=op, sign=NONNEG, prob=True, desc="a sigmoid output", half=half, of=x, node=node)
+        lo, hi = ranges.sigmoid(x.span, half)
+        return Value(op=op, lo=lo, hi=hi, zero=SATURATION if half else UNDERFLOW, prob=True, desc="a sigmoid output", half=half,
+                     tracked=tracked, of=x, node=node)
     if op == "softmax":
-        return Value(op=op, sign=NONNEG, prob=True, desc="a softmax output", half=half, of=x, node=node)
+        lo = 0.0
+        if x.hi - x.lo < SOFTMAX_SAFE_SPREAD:
+            lo = ranges.as_dtype(ranges.exp((x.lo - x.hi, x.lo - x.hi), half)[0] / 1e8, half)
+        return Value(op=op, lo=lo, hi=1.0, zero=SATURATION if half else UNDERFLOW, prob=True,
+                     desc="a softmax output", half=half,
+                     tracked=tracked, of=x, node=node)
     if op == "log_softmax":
-        return Value(op=op, half=half, node=node)
+        return Value(op=op, hi=0.0, half=half, tracked=tracked, node=node)
     if op == "exp":
-        return Value(op=op, sign=POS, of=x, half=half, node=node)
+        lo, hi = ranges.exp(x.span, half)
+        return Value(op=op, lo=lo, hi=hi, zero=SATURATION if half else UNDERFLOW, of=x, half=half,
+                     tracked=tracked, node=node)
     if op == "softplus":
-        return Value(op=op, sign=POS, half=half, node=node)
+        lo, hi = ranges.softplus(x.span, half)
+        return Value(op=op, lo=lo, hi=hi, zero=SATURATION if half else UNDERFLOW, half=half, tracked=tracked,
+                     node=node)
     if op == "relu":
-        return Value(op=op, sign=NONNEG, zero=True, desc="a ReLU output", half=half, of=x, node=node)
+        lo, hi = ranges.relu(x.span)
+        return Value(op=op, lo=lo, hi=hi, zero=ROUTINE, desc="a ReLU output", half=half, tracked=tracked,
+                     of=x, node=node)
     if op == "abs":
-        return Value(op=op, sign=NONNEG if x.hazard else UNKNOWN, desc="an absolute value", half=half, node=node)
+        lo, hi = ranges.absolute(x.span)
+        return Value(op=op, lo=lo, hi=hi, zero=x.zero, desc="an absolute value", half=half, tracked=tracked,
+                     node=node)
     if op == "square":
         return square(x, node, half)
     if op == "sqrt":
-        return Value(op=op, sign=POS if x.sign == POS else NONNEG, desc="a square root", of=x, half=half,
+        lo, hi = ranges.sqrt(x.span, half)
+        return Value(op=op, lo=lo, hi=hi, zero=x.zero, desc="a square root", of=x, half=half, tracked=tracked,
                      node=node)
     if op == "rsqrt":
-        return Value(op=op, sign=POS, of=x, half=half, node=node)
+        return Value(op=op, lo=0.0, of=x, half=half, tracked=tracked, node=node)
     if op in ("sum", "nansum", "mean", "nanmean"):
-        sign = x.sign if x.sign in (POS, NONNEG) else UNKNOWN
-        if x.op == "softmax":
-            sign = POS  # a softmax sums to 1
-        desc = "a sum of squares" if x.op == "square" else ("a count" if x.op == "mask" else f"a {op}")
-        kind = "count" if x.op == "mask" and op in ("sum", "nansum") else op.replace("nan", "")
-        return Value(op=kind, sign=sign, desc=desc, of=x, half=half, node=node)
+        return _reduction(op, x, node, half, tracked)
     if op == "norm":
-        return Value(op=op, sign=POS if x.sign == POS else NONNEG, desc="a norm", of=x, half=half, node=node)
+        lo = x.lo if x.lo > 0 else 0.0
+        return Value(op=op, lo=lo, hi=INF, zero=min(x.zero, DEGENERATE), desc="a norm", of=x, half=half,
+                     tracked=tracked, node=node)
     if op in ("std", "var"):
         desc = "a standard deviation" if op == "std" else "a variance"
-        return Value(op=op, sign=NONNEG, desc=desc, of=x, half=half, node=node)
+        return Value(op=op, lo=0.0, hi=INF, zero=DEGENERATE, desc=desc, of=x, half=half, tracked=tracked,
+                     node=node)
     if op in ("count_nonzero", "bincount"):
-        return Value(op="count", sign=NONNEG, desc="a count", node=node)
+        return Value(op="count", lo=0.0, hi=INF, zero=ROUTINE, desc="a count", tracked=False, node=node)
     if op in ("amax", "amin"):
-        return Value(op=op[1:], of=x, sign=x.sign if x.sign == POS else UNKNOWN, node=node)
+        return Value(op=op[1:], lo=x.lo, hi=x.hi, zero=min(x.zero, DEGENERATE), of=x, half=half,
+                     tracked=tracked, node=node)
     if op in ("zeros", "zeros_like"):
-        return Value(op="const", sign=NONNEG, const=0.0, zero=True, desc="zeros", node=node)
+        return Value(op="const", lo=0.0, hi=0.0, zero=ROUTINE, const=0.0, desc="zeros", tracked=False,
+                     node=node)
     if op in ("ones", "ones_like"):
-        return Value(op="const", sign=POS, const=1.0, node=node)
+        return Value(op="const", lo=1.0, hi=1.0, const=1.0, tracked=False, node=node)
     if op == "full" and rest:
         return rest[0].but(node=node)
     if op == "rand":
-        return Value(op=op, sign=NONNEG, desc="uniform samples in [0, 1)", node=node)
+        return Value(op=op, lo=0.0, hi=1.0, zero=ROUTINE, desc="uniform samples in [0, 1)", tracked=False,
+                     node=node)
     if op == "where" and len(rest) >= 2:
         return join(rest[0], rest[1])
     if op == "tanh":
-        return Value(op=op, half=half, of=x, node=node)
+        lo, hi = ranges.tanh(x.span, half)
+        return Value(op=op, lo=lo, hi=hi, zero=x.zero, half=half, of=x, tracked=tracked, node=node)
     if op in ops.LOSS_OPS:
-        return Value(op="loss", desc="a loss", half=half, node=node)
+        return Value(op="loss", desc="a loss", half=half, tracked=tracked, node=node)
     if op in ops.LOG_OPS:
-        return Value(op=op, half=half, node=node)
-    return Value(op=op, half=half, node=node)
+        lo, hi = ranges.log(x.span, half)
+        return Value(op=op, lo=lo, hi=hi, half=half, tracked=tracked, node=node)
+    if op in ops.INTEGRAL_OPS:
+        return Value(op=op, half=half, tracked=False, node=node)
+    return Value(op=op, half=half, tracked=tracked, node=node)
+
+
+def _reduction(op: str, x: Value, node, half: bool, tracked) -> Value:
+    if x.op == "softmax":
+        return Value(op=op.replace("nan", ""), lo=1.0, hi=1.0, desc="a sum of probabilities", of=x,
+                     tracked=tracked, node=node)
+    lo, hi = ranges.total(x.span) if op in ("sum", "nansum") else x.span
+    if x.op == "mask" and op in ("sum", "nansum"):
+        # a count of selected elements: 0 whenever nothing in the batch is selected
+        return Value(op="count", lo=0.0, hi=INF, zero=ROUTINE, desc="a count", of=x, tracked=False, node=node)
+    desc = "a sum of squares" if x.op == "square" else f"a {op.replace('nan', '')}"
+    zero = DEGENERATE if x.zero >= DEGENERATE and x.lo >= 0 else NONE
+    return Value(op=op.replace("nan", ""), lo=lo, hi=hi, zero=zero, desc=desc, of=x, half=half,
+                 tracked=tracked, node=node)
+
+
+def clamp(x: Value, low: Value | None, high: Value | None, node) -> Value:
+    """clamp(x, low, high): a bound that is not a known number (`min=self.eps`) still counts as a
+    positive guard, since code names a variable bound to keep values away from 0."""
+    x = numeric(x)
+    if x.kind:
+        return x if low is None and high is None else Value(node=node)
+    low_bound = _bound(low)
+    high_bound = _bound(high)
+    if low is not None and low_bound is None:
+        low_bound = 1e-45  # an unknown lower bound: a guard, whatever its size
+    lo, hi = ranges.clamp(x.span, low_bound, high_bound)
+    zero = x.zero if low_bound is None or low_bound < 0 else (ROUTINE if low_bound == 0 else NONE)
+    desc = "clamped at 0" if low_bound == 0 else x.desc
+    return Value(op="clamp", lo=lo, hi=hi, zero=zero, prob=x.prob, desc=desc, half=x.half, tracked=x.tracked,
+                 of=x, node=node)
+
+
+def extremum(op: str, a: Value, b: Value, node) -> Value:
+    """Elementwise max/min of two values (`torch.maximum(x, eps)` is a guard)."""
+    a, b = numeric(a), numeric(b)
+    if a.kind or b.kind:
+        return Value(node=node)
+    if op in ("max", "maximum"):
+        lo, hi = max(a.lo, b.lo), max(a.hi, b.hi)
+    else:
+        lo, hi = min(a.lo, b.lo), min(a.hi, b.hi)
+    return Value(op=op, lo=lo, hi=hi, zero=min(a.zero, b.zero), half=a.half or b.half,
+                 tracked=tracked_of(a, b), node=node)
+
+
+def literal_array(items: tuple[Value, ...], node) -> Value:
+    """`torch.tensor([...])` / `np.array([...])` of literals: a 0 among them is divided by every time."""
+    numbers = [item.const for item in items if item.op == "const" and item.const is not None]
+    if not numbers or len(numbers) != len(items):
+        return Value(op="tensor", zero=ROUTINE if 0 in numbers else NONE, tracked=False, node=node,
+                     desc="an array containing 0" if 0 in numbers else "")
+    return Value(op="tensor", lo=min(numbers), hi=max(numbers), zero=ROUTINE if 0 in numbers else NONE,
+                 desc="an array containing 0" if 0 in numbers else "", tracked=False, node=node)
+
+
+def _bound(value: Value | None) -> float | None:
+    if value is None or value.op != "const" or value.const is None:
+        return None
+    return value.const
+
+
+def to_half(value: Value) -> Value:
+    """The same value cast to float16: bounds round, and an eps guard can round away."""
+    if value.kind or value.half:
+        return value.but(half=True)
+    lo = ranges.as_dtype(value.lo, True)
+    hi = ranges.as_dtype(value.hi, True)
+    zero = value.zero
+    if value.eps is not None and ranges.as_dtype(value.eps, True) == 0:
+        lo, zero = 0.0, ROUTINE
+    return value.but(lo=lo, hi=hi, zero=zero, half=True)
+
+
+__all__ = ["apply_op", "to_half", "NONE"]

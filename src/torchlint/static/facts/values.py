@@ -1,9 +1,14 @@
 """Abstract values: what the static checker knows about an expression's result.
 
-The sign lattice is deliberately small. A hazard is only reported on evidence
-(``NONNEG``: a value that is >= 0 and can be exactly 0, such as a sigmoid, a
-ReLU or a sum of squares; ``ANY``: a value that can be 0 or negative, such as
-a difference). ``UNKNOWN`` never triggers a numerical finding.
+Numbers carry a sound range (see ``ranges``) and separate *evidence* that exactly 0 is reached,
+graded by how it happens: ``ROUTINE`` (a ReLU output, a count, ``x - x.min()``: every batch),
+``SATURATION`` (``1 - sigmoid(x)`` rounds to 0 above x ~ 16.6 in float32: confident models get
+there), ``DEGENERATE`` (a difference, a norm or a variance: 0 on equal or constant inputs),
+``UNDERFLOW`` (a sigmoid, softmax or exp that underflows only for inputs below ~ -88 in float32;
+in float16 the same happens below ~ -17, which is SATURATION). A range alone is never
+evidence: an unknown value is (-inf, inf) with no evidence, and it is never reported. ``tracked``
+says whether the value carries autograd history (True from parameters and module outputs, False
+for numpy, ``.item()``, ``.detach()`` and anything computed under ``no_grad``, None unknown).
 """
 
 from __future__ import annotations
@@ -11,27 +16,28 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-UNKNOWN = 0  # nothing known: never reported
-ANY = 1  # can be zero or negative (a difference)
-NONNEG = 2  # >= 0 and can be exactly zero
-POS = 3  # shown strictly positive (exp, softplus, clamp(min>0), + eps)
+from torchlint.static.facts.ranges import INF
+
+NONE, UNDERFLOW, DEGENERATE, SATURATION, ROUTINE = 0, 1, 2, 3, 4
 
 
 @dataclass(frozen=True, slots=True)
 class Value:
     op: str | None = None  # canonical op that produced the value ("sigmoid", "sum", ...)
-    sign: int = UNKNOWN
+    lo: float = -INF  # sound bounds in the value's dtype
+    hi: float = INF
+    zero: int = NONE  # evidence that exactly 0 is reached: NONE < UNDERFLOW < DEGENERATE < SATURATION < ROUTINE
     desc: str = ""  # "a sigmoid output": used in messages
-    prob: bool = False  # in [0, 1]
+    prob: bool = False  # a probability in [0, 1]
     half: bool = False  # float16
-    unbounded: bool = False  # a linear/matmul output: no upper bound
+    unbounded: bool = False  # a linear/matmul output: evidence of no upper bound
     shifted: bool = False  # max-subtracted before exp
-    zero: bool = False  # known to contain an exact 0 (literal arrays, x - x.min())
+    tracked: bool | None = None  # carries autograd history
     const: float | None = None
-    eps: float | None = None  # size of the additive / clamp guard that made it positive
+    eps: float | None = None  # size of the additive guard where the guarded part is routinely 0
     of: Value | None = None  # the input of a reduction (sum of what?)
     node: Any = None  # the expression that produced the value
-    kind: str | None = None  # "module" | "instance" | "class" | "function" | "param" | "list"
+    kind: str | None = None  # "module" | "instance" | "class" | "function" | "param" | "list" | ...
     qual: str | None = None  # qualified class name for modules
     returns: Value | None = None  # what calling it yields
     cls: Any = None  # ClassInfo for user classes/instances
@@ -39,26 +45,33 @@ class Value:
     body: Any = None  # scopes.Body of a function: what calling it does
     workers: int | None = None  # DataLoader num_workers (0 when not given)
 
+    def __post_init__(self) -> None:
+        if self.zero and not self.lo <= 0 <= self.hi:
+            object.__setattr__(self, "zero", NONE)
+
     def but(self, **changes: Any) -> Value:
         return replace(self, **changes)
 
     @property
-    def hazard(self) -> bool:
-        """Evidence that the value can be 0 (or negative)."""
-        return self.sign in (ANY, NONNEG)
+    def span(self) -> tuple[float, float]:
+        return self.lo, self.hi
+
+    @property
+    def positive(self) -> bool:
+        """Proven > 0 (a clamp at eps, `+ eps`, exp of a bounded input...)."""
+        return self.lo > 0
+
+    def reaches_zero(self, level: int = DEGENERATE) -> bool:
+        """Evidence, at least at `level`, that the value is exactly 0 somewhere."""
+        return self.zero >= level
 
 
 NOTHING = Value()
 
 
 def constant(number: float, node: Any = None) -> Value:
-    if number > 0:
-        sign = POS
-    elif number == 0:
-        sign = NONNEG
-    else:
-        sign = ANY
-    return Value(op="const", sign=sign, const=number, zero=number == 0, node=node)
+    return Value(op="const", lo=number, hi=number, zero=ROUTINE if number == 0 else NONE, const=number,
+                 tracked=False, node=node)
 
 
 def join(a: Value, b: Value) -> Value:
@@ -67,20 +80,39 @@ def join(a: Value, b: Value) -> Value:
         return a
     if a.kind or b.kind:
         return a if a.kind == b.kind and a.cls is b.cls and a.qual == b.qual else NOTHING
-    if a.sign == b.sign:
-        sign = a.sign
-    elif a.hazard and b.hazard:
-        sign = ANY
-    else:
-        sign = UNKNOWN
     return Value(
         op=a.op if a.op == b.op else None,
-        sign=sign,
+        lo=min(a.lo, b.lo),
+        hi=max(a.hi, b.hi),
+        zero=min(a.zero, b.zero),
         desc=a.desc if a.desc == b.desc else "",
         prob=a.prob and b.prob,
         half=a.half and b.half,
         unbounded=a.unbounded and b.unbounded,
         shifted=a.shifted and b.shifted,
-        zero=a.zero and b.zero,
+        tracked=a.tracked if a.tracked == b.tracked else None,
         eps=min(a.eps, b.eps) if a.eps is not None and b.eps is not None else None,
     )
+
+
+_PARAMETER = Value(tracked=True)
+_GRADIENT = Value(tracked=False)
+
+
+def numeric(value: Value) -> Value:
+    """A parameter or gradient used as an operand: a tensor about whose values nothing is known."""
+    if value.kind == "param":
+        return _PARAMETER
+    if value.kind == "grad":
+        return _GRADIENT
+    return value
+
+
+def tracked_of(*values: Value) -> bool | None:
+    """Autograd history of an op's result: any tracked input makes it tracked."""
+    states = [v.tracked for v in values]
+    if True in states:
+        return True
+    if states and all(state is False for state in states):
+        return False
+    return None

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from torchlint.static.facts import ops
-from torchlint.static.facts.arith import arith, square
+from torchlint.static.facts import ops, semantics
+from torchlint.static.facts.arith import arith
 from torchlint.static.facts.semantics import apply_op
-from torchlint.static.facts.values import NONNEG, NOTHING, POS, UNKNOWN, Value
+from torchlint.static.facts.values import DEGENERATE, NOTHING, Value, tracked_of
 from torchlint.static.interpret.context import CallInfo, FileContext
 from torchlint.static.interpret.frames import module_qual
 
@@ -82,22 +82,29 @@ class Calls:
                 return callee.returns or NOTHING
             if callee.kind == "instance" and callee.cls is not None:
                 result = callee.cls.call_result()
-                return result.but(half=True) if callee.half and not result.kind else result
+                if not result.kind and result.tracked is None and callee.cls.is_module:
+                    result = result.but(tracked=True, node=result.node or node)  # a module's output
+                return semantics.to_half(result) if callee.half and not result.kind else result
             if callee.kind == "module":
                 return self._module_result(callee, argument, node)
             if callee.half:  # an unknown model made float16 with .half()
                 return Value(half=True, node=node)
+            if isinstance(node.func, cst.Name) and node.func.value in ops.PYTHON_NUMBERS:
+                return Value(tracked=False, node=node)  # float(loss), int(...), len(...): plain Python numbers
             return NOTHING
         if form == "method":
             name = info.qual or ""
             if receiver.kind == "param" and name in ("detach", "clone", "detach_"):
-                return Value()  # no longer a leaf that requires grad
+                return Value(tracked=name == "clone")  # no longer a leaf that requires grad
+            if name in ops.DETACHING_METHODS and not receiver.kind:
+                # the same values without history; the node stays, so `x - x.detach().min()` is one x
+                return receiver.but(tracked=False) if receiver.tracked else receiver
             if name in ops.COPY_METHODS and receiver.op is not None and not receiver.kind:
                 return receiver.but(node=info.node)  # same values, a different tensor
             if name in ops.TRANSPARENT_METHODS:
                 return receiver
             if name in ops.HALF_METHODS:
-                return receiver.but(half=True)
+                return semantics.to_half(receiver)
             if name in ops.UPCAST_METHODS:
                 return receiver.but(half=False)
             if name in ("to", "type"):
@@ -111,12 +118,15 @@ class Calls:
         qual = info.qual or ""
         grad = info.kwargs.get("requires_grad")
         if isinstance(grad, cst.Name) and grad.value == "True" and qual.startswith("torch."):
-            return Value(kind="param", qual="leaf", node=node)
+            return Value(kind="param", qual="leaf", tracked=True, node=node)
         if info.op is not None:
             operand = values[0] if values else NOTHING
-            return self._op_result(info, operand, values[1:])
+            result = self._op_result(info, operand, values[1:])
+            if qual.startswith(ops.UNTRACKED_PREFIXES) and not result.kind and result.tracked is not False:
+                result = result.but(tracked=False)  # numpy / math: no autograd history
+            return result
         if qual == "torch.nn.Parameter":
-            return Value(kind="param")
+            return Value(kind="param", tracked=True)
         if qual.startswith("torch.nn.") and qual.rsplit(".", 1)[-1][:1].isupper() and not qual.startswith("torch.nn.init"):
             return Value(kind="module", qual=module_qual(qual), items=tuple(values), node=node)
         last = qual.rsplit(".", 1)[-1]
@@ -149,18 +159,18 @@ class Calls:
             return argument
         if op == "linear":
             return Value(op="matmul", unbounded=True, half=module.half or argument.half or self.fp16 > 0,
-                         desc="a linear-layer output", node=node)
+                         desc="a linear-layer output", tracked=True, node=node)
         if op in ("sigmoid", "softmax", "log_softmax", "relu", "softplus", "tanh"):
             return apply_op(op, argument, node, [])
         if op in ops.LOSS_OPS or (module.qual or "").endswith("Loss"):
-            return Value(op="loss", desc="a loss", node=node)
-        return NOTHING
+            return Value(op="loss", desc="a loss", tracked=argument.tracked, node=node)
+        return Value(tracked=True, half=module.half, node=node)
 
     def _cast(self, info: CallInfo, receiver: Value) -> Value:
         for arg in list(info.args) + list(info.kwargs.values()):
             qual = self.ctx.qualify(arg)
             if qual in ops.FLOAT16_NAMES:
-                return receiver.but(half=True)
+                return semantics.to_half(receiver)
             if qual in ops.UPCAST_DTYPES:
                 return receiver.but(half=False)
         return receiver
@@ -170,47 +180,31 @@ class Calls:
         node = info.node
         if op in ("clamp", "clamp_min"):
             low = info.param(1, "min")
-            if low is None and op == "clamp":
+            high = info.param(2, "max") if op == "clamp" else None
+            if low is None and high is None:
                 return operand.but(node=node) if not operand.kind else NOTHING
-            bound = self.ctx.value(low)
-            if bound.op == "const" and bound.const is not None:
-                if bound.const > 0:
-                    # clamp(p, eps, 1 - eps) also keeps 1 - p away from 0: no longer a bare probability
-                    prob = operand.prob and info.param(2, "max") is None
-                    return Value(op="clamp", sign=POS, prob=prob, half=operand.half, node=node)
-                if bound.const == 0:
-                    return Value(op="clamp", sign=NONNEG, zero=True, desc="clamped at 0", half=operand.half,
-                                 node=node)
-                return Value(op="clamp", half=operand.half, node=node)
-            return Value(op="clamp", sign=POS, prob=operand.prob, half=operand.half, node=node)
+            return semantics.clamp(operand, self.ctx.value(low) if low is not None else None,
+                                   self.ctx.value(high) if high is not None else None, node)
         if op in ("max", "min", "maximum", "minimum"):
             second = info.param(1, "other")
             second_value = self.ctx.value(second)
-            if op in ("maximum", "minimum") or (second is not None and second_value.op != "const"
-                                                  and "dim" not in info.kwargs):
-                signs = (operand.sign, second_value.sign)
-                if op in ("max", "maximum"):
-                    return Value(op=op, sign=POS if POS in signs else UNKNOWN, node=node)
-                return Value(op=op, sign=POS if signs == (POS, POS) else UNKNOWN, node=node)
-            return Value(op=op, sign=operand.sign if operand.sign == POS else UNKNOWN, of=operand,
-                         half=operand.half, node=node)
+            if op in ("maximum", "minimum") or (second is not None and "dim" not in info.kwargs
+                                                  and not isinstance(second, cst.Integer)):
+                return semantics.extremum(op, operand, second_value, node)
+            return Value(op=op, lo=operand.lo, hi=operand.hi, zero=min(operand.zero, DEGENERATE), of=operand,
+                         half=operand.half, tracked=operand.tracked, node=node)
         if op == "pow":
             exponent = self.ctx.value(info.param(1, "exponent"))
-            if exponent.op == "const" and exponent.const is not None:
-                if exponent.const > 0 and exponent.const == int(exponent.const) and int(exponent.const) % 2 == 0:
-                    return square(operand, node, operand.half)
-                if exponent.const == 0.5:
-                    return Value(op="sqrt", sign=POS if operand.sign == POS else NONNEG, node=node)
-            return NOTHING
+            return arith("Power", operand, exponent, info.operand, None, node, self.fp16 > 0)
         if op in ("matmul", "einsum"):
             half = operand.half or any(v.half for v in rest) or self.fp16 > 0
-            return Value(op="matmul", unbounded=True, half=half, desc="a matmul output", node=node)
+            return Value(op="matmul", unbounded=True, half=half, desc="a matmul output",
+                         tracked=tracked_of(operand, *rest), node=node)
         if op == "tensor":
             dtype = self.ctx.qualify(info.kwargs["dtype"]) if "dtype" in info.kwargs else None
             result = operand.but(kind=None, items=(), node=node, op=operand.op if operand.op != "const" else "tensor")
             if operand.kind == "list":
-                result = Value(op="tensor", sign=NONNEG if operand.zero else UNKNOWN, zero=operand.zero,
-                               desc="an array containing 0" if operand.zero else "", node=node)
+                result = semantics.literal_array(operand.items, node)
             if dtype in ops.FLOAT16_NAMES:
                 result = result.but(half=True)
             return result
@@ -219,14 +213,14 @@ class Calls:
             if dtype in ops.UPCAST_DTYPES:
                 operand = operand.but(half=False)
         if op == "rand" and info.name == "rand" and all(isinstance(a, (cst.Integer, cst.Tuple)) for a in info.args):
-            return Value(op="rand", node=node)  # a few literal-shaped samples: an exact 0 is ~1e-7 likely
+            return Value(op="rand", lo=0.0, hi=1.0, tracked=False, node=node)  # a few samples: 0 is ~1e-7 likely
         if op == "divide":
             divisor = rest[0] if rest else NOTHING
             return self._arith_value("Divide", operand, divisor, info.operand, info.param(1, "other"), node)
         return apply_op(op, operand, node, rest)
 
     def _arith_value(self, op, left: Value, right: Value, left_node, right_node, node=None) -> Value:
-        return arith(op, left, right, left_node, right_node, node, self.ctx, self.fp16 > 0)
+        return arith(op, left, right, left_node, right_node, node, self.fp16 > 0)
 
     def _is_fp16_autocast(self, call: cst.Call) -> bool:
         qual = self.ctx.qualify(call.func) or ""

@@ -5,7 +5,8 @@ from __future__ import annotations
 import libcst as cst
 
 from torchlint.static.facts import ops
-from torchlint.static.facts.values import ANY, NONNEG, NOTHING, POS, UNKNOWN, Value, constant, join
+from torchlint.static.facts.arith import negate
+from torchlint.static.facts.values import NOTHING, ROUTINE, Value, constant, join
 from torchlint.static.interpret.frames import Frame, params_of
 
 
@@ -17,6 +18,8 @@ class Expressions:
         value = handler(node) if handler is not None else NOTHING
         if value is None:
             value = NOTHING
+        elif value.tracked and self.scope.no_grad:
+            value = value.but(tracked=False)  # computed with gradients off
         self.ctx.values[id(node)] = value
         return value
 
@@ -39,15 +42,15 @@ class Expressions:
             if found is not None and found.kind is not None:
                 return found  # numeric state (self.count = 0; self.count += 1) is not tracked
         if attr == "weight" and owner.kind == "module" and ops.MODULE_OPS.get(owner.qual or "") == "linear":
-            return Value(kind="param", qual="matrix")  # multiplies activations: its scale compounds per layer
+            return Value(kind="param", qual="matrix", tracked=True)  # its scale compounds per layer
         if attr in ("weight", "bias"):
-            return Value(kind="param")
+            return Value(kind="param", tracked=True)
         if attr == "data":
             self.events.append((3, node))
             self.ctx.scopes[id(node)] = self.scope
-            return owner
+            return owner.but(tracked=False) if owner is not NOTHING else owner
         if attr == "grad" and owner.kind == "param":
-            return Value(kind="grad")
+            return Value(kind="grad", tracked=False)
         if attr in ("T", "mT", "real"):
             return owner
         return NOTHING
@@ -76,7 +79,7 @@ class Expressions:
         self.expr(node.left)
         for target in node.comparisons:
             self.expr(target.comparator)
-        return Value(op="mask", sign=NONNEG, zero=True, desc="a boolean mask", node=node)
+        return Value(op="mask", lo=0.0, hi=1.0, zero=ROUTINE, desc="a boolean mask", tracked=False, node=node)
 
     def _boolop(self, node: cst.BooleanOperation) -> Value:
         self.expr(node.left)
@@ -139,10 +142,7 @@ class Expressions:
     def _unary(self, node: cst.UnaryOperation) -> Value:
         inner = self.expr(node.expression)
         if isinstance(node.operator, cst.Minus):
-            if inner.op == "const" and inner.const is not None:
-                return constant(-inner.const, node)
-            return Value(op="neg", sign=ANY if inner.sign == POS else UNKNOWN,
-                         unbounded=inner.unbounded, half=inner.half, node=node)
+            return negate(inner, node)
         return NOTHING
 
     def _binop(self, node: cst.BinaryOperation) -> Value:

@@ -21,6 +21,11 @@ class ClassInfo:
         """A custom torch.autograd.Function runs its forward and backward with grad mode off."""
         return any(base in ("torch.autograd.Function", "torch.autograd.function.Function") for base in self.bases)
 
+    @property
+    def is_module(self) -> bool:
+        """An nn.Module subclass (or anything with a forward): calling it runs layers with parameters."""
+        return "forward" in self.methods or any(base.startswith("torch.nn.") for base in self.bases)
+
     def call_result(self) -> Value:
         method = self.methods.get("forward") or self.methods.get("__call__")
         return method.returns if method is not None and method.returns is not None else NOTHING

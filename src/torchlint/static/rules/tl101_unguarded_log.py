@@ -8,7 +8,12 @@ from torchlint.rule import RuleInfo
 from torchlint.static.interpret.context import CallInfo, FileContext, PendingFix
 from torchlint.static.facts.ops import LOG_OPS
 from torchlint.static.rules.base import Rule, atom
-from torchlint.static.facts.values import ANY, POS
+from torchlint.static.facts.values import SATURATION
+
+
+def log_hazard(value) -> bool:
+    """Evidence that a log's argument is exactly 0: routinely, or where a probability saturates."""
+    return value.reaches_zero(SATURATION)
 
 
 class UnguardedLog(Rule):
@@ -25,18 +30,15 @@ class UnguardedLog(Rule):
         value = ctx.value(operand)
         if value.op in ("sigmoid", "softmax"):
             return  # TL102 names the better function
-        if value.op == "sub":
-            return  # a bare difference is usually validated (high - low); sqrt still reports it
         min_eps = ctx.option(self.info, "min-eps")
         shown = f"`{ctx.code(call.node)}`: `{ctx.code(operand, 40)}`"
-        if value.hazard:
-            tail = "can be 0 or negative" if value.sign == ANY else "can be 0"
-            message = f"{shown} is {value.desc or 'a value that'} and {tail}; log gives -inf/NaN"
+        if log_hazard(value):
+            message = f"{shown} is {value.desc or 'a value that'} and can be 0; log gives -inf/NaN"
             eps = f"{min_eps:g}".replace("e-0", "e-")
             guarded = f"{atom(ctx, operand)}.clamp_min({eps})"
             fix = PendingFix(f"Clamp the argument to at least {eps}", "unsafe", [(operand, guarded)])
             ctx.report(self.info, call.node, message, fix)
-        elif value.sign == POS and value.eps is not None and 0 < value.eps < min_eps:
+        elif value.positive and value.eps is not None and 0 < value.eps < min_eps:
             ctx.report(
                 self.info, call.node,
                 f"{shown} is exactly {value.eps:g} wherever {value.desc or 'its unguarded part'} is 0: log "

@@ -8,7 +8,6 @@ from torchlint.rule import RuleInfo
 from torchlint.static.interpret.context import CallInfo, FileContext
 from torchlint.static.facts.ops import LOG_OPS
 from torchlint.static.rules.base import Rule
-from torchlint.static.facts.values import POS
 
 
 class HandWrittenBce(Rule):
@@ -37,7 +36,7 @@ class HandWrittenBce(Rule):
                     continue
                 if ctx.shape(complement.right) != texts.get(id(first)):
                     continue
-                if ctx.value(first.operand).sign == POS:
+                if ctx.value(first.operand).positive:
                     continue  # clamped or eps-guarded: a deliberate, safe form
                 for claimed in inner:
                     ctx.claim(claimed)

@@ -7,7 +7,7 @@ import libcst as cst
 from torchlint.rule import RuleInfo
 from torchlint.static.interpret.context import CallInfo, FileContext
 from torchlint.static.rules.base import Rule
-from torchlint.static.facts.values import ANY
+from torchlint.static.facts.values import DEGENERATE, SATURATION
 
 
 class UnguardedSqrt(Rule):
@@ -31,12 +31,19 @@ class UnguardedSqrt(Rule):
 
     def _check(self, ctx: FileContext, node, operand, op: str) -> None:
         value = ctx.value(operand)
-        if not value.hazard or ctx.is_claimed(node):
+        problem = sqrt_problem(value, op)
+        if problem is None or ctx.is_claimed(node):
             return
-        tail = "can be 0 or negative" if value.sign == ANY else "can be 0"
-        effect = "rsqrt(0) is inf" if op == "rsqrt" else "the gradient of sqrt at 0 is inf (NaN below 0)"
-        ctx.report(
-            self.info, node,
-            f"`{ctx.code(node)}`: `{ctx.code(operand, 40)}` is {value.desc or 'a value that'} and "
-            f"{tail}; {effect}. Add an eps inside: sqrt(x + eps)",
-        )
+        what = value.desc or "a value that"
+        ctx.report(self.info, node, f"`{ctx.code(node)}`: `{ctx.code(operand, 40)}` is {what} and can be 0"
+                   f"{problem}. Add an eps inside: {op}(x + eps)")
+
+
+def sqrt_problem(value, op: str) -> str | None:
+    """Why sqrt/rsqrt of this value is a hazard, or None: rsqrt(0) is inf in the forward pass; sqrt's
+    gradient at 0 is inf, which only matters where autograd records the op."""
+    if op == "rsqrt" and value.reaches_zero(SATURATION):
+        return "; rsqrt(0) is inf"
+    if value.reaches_zero(DEGENERATE) and value.tracked:
+        return f", and it carries gradients: the gradient of {op} at 0 is inf (NaN once multiplied by 0)"
+    return None

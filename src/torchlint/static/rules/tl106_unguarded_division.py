@@ -7,10 +7,16 @@ import libcst as cst
 from torchlint.rule import RuleInfo
 from torchlint.static.interpret.context import CallInfo, FileContext
 from torchlint.static.rules.base import Rule
-from torchlint.static.facts.values import POS
+from torchlint.static.facts.values import DEGENERATE, SATURATION
 
-# Divisors that are 0 for an all-zero or constant input, or that count things.
-_ZERO_PRONE = frozenset({"norm", "std", "var", "count", "range", "complement", "shift"})
+# Spreads that are 0 for a constant input, and norms of values shown to reach 0 (a difference of two
+# embeddings): normalising by them is the textbook NaN.
+SPREADS = frozenset({"std", "var", "range", "norm"})
+
+
+def zero_divisor(value) -> bool:
+    """Evidence that a divisor is exactly 0 somewhere: routinely or by saturation, or a spread."""
+    return value.reaches_zero(SATURATION) or (value.op in SPREADS and value.reaches_zero(DEGENERATE))
 
 
 class UnguardedDivision(Rule):
@@ -36,12 +42,7 @@ class UnguardedDivision(Rule):
 
     def _check(self, ctx: FileContext, node, divisor) -> None:
         value = ctx.value(divisor)
-        if value.sign == POS or ctx.is_claimed(node):
-            return
-        literal_zero = value.zero and value.op == "tensor"
-        # A sum/mean is only reported when what it adds up can itself be 0 (masks, ReLU outputs...).
-        summed_zero = value.op in ("sum", "mean") and value.hazard
-        if not (literal_zero or summed_zero or value.op in _ZERO_PRONE):
+        if not zero_divisor(value) or ctx.is_claimed(node):
             return
         ctx.report(
             self.info, node,

@@ -7,6 +7,12 @@ from torchlint.static.interpret.context import CallInfo, FileContext
 from torchlint.static.rules.base import Rule
 
 
+def overflows(value) -> bool:
+    """exp of a value shown to be unbounded (a linear/matmul output) and not shifted by its max;
+    float16 is TL107's, and a difference of two outputs is usually a bounded log-ratio."""
+    return value.unbounded and not value.shifted and not value.half and value.op != "sub"
+
+
 class UnstableExp(Rule):
     info = RuleInfo(
         "TL108", "unstable-exp", "warning",
@@ -18,7 +24,7 @@ class UnstableExp(Rule):
         if call.op != "exp" or call.operand is None or ctx.is_claimed(call.node):
             return
         value = ctx.value(call.operand)
-        if not value.unbounded or value.shifted or value.half or value.op == "sub":
+        if not overflows(value):
             return
         ctx.report(
             self.info, call.node,
