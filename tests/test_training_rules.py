@@ -5,23 +5,56 @@ from conftest import codes_lines
 
 CASES = {
     # TL201
-    ".data write on weight in a training function": ("""
-        import torch.nn as nn
-        layer = nn.Linear(2, 2)
-        def shrink():
-            layer.weight.data.mul_(0.5)
-        """, {("TL201", 5)}),
-    "clean: .data in _init_weights and under no_grad; .data of a dataset": ("""
-        import torch
+    ".data write to an activation in forward": ("""
         import torch.nn as nn
         class Net(nn.Module):
-            def _init_weights(self, module):
-                module.weight.data.normal_(0, 0.02)
-        def update(model, dataset):
-            with torch.no_grad():
-                for p in model.parameters():
-                    p.data.mul_(0.9)
-            return dataset.data
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(4, 4)
+            def forward(self, x):
+                h = self.fc(x)
+                h.data.clamp_(min=0)
+                return h.sigmoid()
+        """, {("TL201", 9)}),
+    "weight clipping between the forward pass and backward": ("""
+        import torch
+        import torch.nn as nn
+        critic = nn.Linear(4, 1)
+        opt = torch.optim.RMSprop(critic.parameters(), lr=5e-5)
+        for real in range(10):
+            score = critic(real)
+            for p in critic.parameters():
+                p.data.clamp_(-0.01, 0.01)
+            loss = -score.mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+        """, {("TL201", 9)}),
+    "clean: the same clipping after the step; init via apply; grad scaling; manual SGD; dtype cast; reads": ("""
+        import torch
+        import torch.nn as nn
+        critic = nn.Linear(4, 1)
+        opt = torch.optim.RMSprop(critic.parameters(), lr=5e-5)
+        def weights_init(m):
+            m.weight.data.normal_(0.0, 0.02)
+        critic.apply(weights_init)
+        for real in range(10):
+            score = critic(real)
+            loss = -score.mean()
+            opt.zero_grad()
+            loss.backward()
+            for p in critic.parameters():
+                p.grad.data.mul_(0.5)
+            opt.step()
+            for p in critic.parameters():
+                p.data.clamp_(-0.01, 0.01)
+        def sgd(model, lr):
+            for p in model.parameters():
+                p.data -= lr * p.grad.data
+        def to_half(model):
+            for p in model.parameters():
+                p.data = p.data.half()
+            return model.fc.weight.data
         """, set()),
     # TL202
     "in-place method on a nn.Parameter attribute in forward": ("""

@@ -30,7 +30,7 @@ def might_have_findings(source: str) -> bool:
     return _RELEVANT.search(source) is not None
 
 
-HOOKS = ("on_call", "on_binop", "on_augassign", "on_attribute", "on_with", "on_end")
+HOOKS = ("on_call", "on_binop", "on_augassign", "on_with", "on_end")
 
 
 @lru_cache(maxsize=32)

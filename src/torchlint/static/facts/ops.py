@@ -148,3 +148,11 @@ UPCAST_DTYPES = frozenset({"torch.float32", "torch.float", "torch.float64", "tor
 
 LOG_OPS = frozenset({"log", "log2", "log10"})
 INTEGRAL_OPS = frozenset({"floor", "ceil", "round", "trunc", "arange", "count", "mask"})
+
+# Trailing-underscore methods that do not write the tensor's values.
+NOT_INPLACE = frozenset({"requires_grad_", "share_memory_", "retain_grad_", "detach_"})
+
+
+def is_inplace(method: str) -> bool:
+    """`x.add_(...)`, `x.clamp_(...)`: methods that overwrite their receiver."""
+    return method.endswith("_") and not method.startswith("_") and method not in NOT_INPLACE

@@ -8,6 +8,7 @@ from torchlint.static.facts import ops, semantics
 from torchlint.static.facts.arith import arith
 from torchlint.static.facts.semantics import apply_op
 from torchlint.static.facts.values import DEGENERATE, NOTHING, Value, tracked_of
+from torchlint.static.interpret import guards
 from torchlint.static.interpret.context import CallInfo, FileContext
 from torchlint.static.interpret.frames import module_qual
 
@@ -68,7 +69,26 @@ class Calls:
             info.op = ops.MODULE_OPS.get(info.callee.qual or "")
             if info.op is not None:
                 info.form = "module"
-        return self._call_result(info, receiver_value, values)
+        result = self._call_result(info, receiver_value, values)
+        if info.form == "method":
+            if isinstance(info.receiver, cst.Name):
+                self._inplace(info, receiver_value, values, result)
+            elif isinstance(info.receiver, cst.Attribute) and info.receiver.attr.value == "data" and \
+                    ops.is_inplace(info.name):
+                self.data_write(info.receiver)
+        return result
+
+    def _inplace(self, info: CallInfo, receiver: Value, values: list[Value], result: Value) -> None:
+        """`d.clamp_(min=eps)`, `d.add_(eps)`, `d.masked_fill_(d == 0, 1)` change what `d` holds."""
+        name = info.name
+        target = info.receiver
+        if name in ("clamp_", "clamp_min_", "clip_"):
+            self.bind(target, result)
+        elif name == "add_" and values:
+            self.bind(target, self._arith_value("Add", receiver, values[0], target, info.args[0]))
+        elif name in ("masked_fill_", "index_fill_", "masked_scatter_") and info.args and \
+                target.value in guards.checked_names(info.args[0]):
+            self.checked([target.value])
 
     def _call_result(self, info: CallInfo, receiver: Value, values: list[Value]) -> Value:
         node = info.node

@@ -7,6 +7,7 @@ import libcst as cst
 from torchlint.static.facts import ops
 from torchlint.static.facts.arith import negate
 from torchlint.static.facts.values import NOTHING, ROUTINE, Value, constant, join
+from torchlint.static.interpret import guards
 from torchlint.static.interpret.frames import Frame, params_of
 
 
@@ -46,8 +47,6 @@ class Expressions:
         if attr in ("weight", "bias"):
             return Value(kind="param", tracked=True)
         if attr == "data":
-            self.events.append((3, node))
-            self.ctx.scopes[id(node)] = self.scope
             return owner.but(tracked=False) if owner is not NOTHING else owner
         if attr == "grad" and owner.kind == "param":
             return Value(kind="grad", tracked=False)
@@ -88,7 +87,20 @@ class Expressions:
 
     def _ifexp(self, node: cst.IfExp) -> Value:
         self.expr(node.test)
-        return join(self.expr(node.body), self.expr(node.orelse))
+        names = guards.checked_names(node.test)
+        if not names:
+            return join(self.expr(node.body), self.expr(node.orelse))
+        # `nan if var == 0 else x / var`: both branches see the checked value as handled
+        saved = {name: self.frame.env.get(name) for name in names}
+        self.checked(names)
+        try:
+            return join(self.expr(node.body), self.expr(node.orelse))
+        finally:
+            for name, value in saved.items():
+                if value is None:
+                    self.frame.env.pop(name, None)
+                else:
+                    self.frame.env[name] = value
 
     def _lambda(self, node: cst.Lambda) -> Value:
         outer = self.frame

@@ -12,6 +12,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+# Functions that run when a model is built, before any graph exists.
+INIT_FUNCTIONS = frozenset({
+    "__init__", "reset_parameters", "_reset_parameters", "_init_weights", "init_weights", "initialize_weights",
+    "_initialize_weights", "weights_init", "weight_init", "init_params", "_init_params", "initialize",
+})
+
 
 @dataclass(frozen=True)
 class Scope:
@@ -19,6 +25,8 @@ class Scope:
     loop_depth: int = 0
     function: str | None = None  # innermost enclosing function
     debug: bool = False  # inside `if ...debug...:` or a function whose name mentions debug
+    init: bool = False  # model construction: __init__, reset_parameters, a function given to .apply()
+    cond: tuple[tuple[str, bool], ...] = ()  # the flags this code runs under (`if use_amp:` -> ("use_amp", True))
 
 
 MODULE_SCOPE = Scope()

@@ -17,18 +17,19 @@ from dataclasses import replace
 import libcst as cst
 
 from torchlint.static.facts.values import NOTHING, Value, constant, join
+from torchlint.static.interpret import guards
 from torchlint.static.interpret.calls import Calls
 from torchlint.static.interpret.context import FileContext
 from torchlint.static.interpret.expressions import Expressions
 from torchlint.static.interpret.frames import ClassInfo, Frame, dotted, module_frame, params_of
-from torchlint.static.interpret.scopes import MODULE_SCOPE, Body, Mark, Scope
+from torchlint.static.interpret.scopes import INIT_FUNCTIONS, MODULE_SCOPE, Body, Mark, Scope
 
 Handler = Callable[[FileContext, object], None]
 
 
 class Walker(Expressions, Calls):
     def __init__(self, ctx: FileContext, handlers: tuple[list[Handler], ...]) -> None:
-        """handlers: per hook (call, binop, augassign, attribute, with, end), the rules' methods."""
+        """handlers: per hook (call, binop, augassign, with, end), the rules' methods."""
         self.ctx = ctx
         self.handlers = handlers
         self.events: list[tuple[int, object]] = []
@@ -57,7 +58,7 @@ class Walker(Expressions, Calls):
             cst.Import: self._import,
             cst.ImportFrom: self._import_from,
             cst.Raise: lambda s: s.exc is not None and self.expr(s.exc),
-            cst.Assert: lambda s: self.expr(s.test),
+            cst.Assert: self._assert,
         }
         self._expr: dict[type, Callable[[cst.CSTNode], Value]] = {
             cst.Name: self._name,
@@ -89,12 +90,13 @@ class Walker(Expressions, Calls):
 
     # -- driver ----------------------------------------------------------------
     def run(self, module: cst.Module) -> None:
+        self.applied = guards.applied_functions(self.ctx.source)
         body = Body("module", module, MODULE_SCOPE)
         self.ctx.module_body = body
         self.logs.append(body)
         self._preregister(module.body, self.frame.env)
         self.block(module.body)
-        for handler in self.handlers[5]:
+        for handler in self.handlers[4]:
             handler(self.ctx)
 
     def _preregister(self, statements, table: dict[str, Value]) -> None:
@@ -175,6 +177,9 @@ class Walker(Expressions, Calls):
     def _augassign(self, node: cst.AugAssign) -> None:
         left = self.expr(node.target)
         right = self.expr(node.value)
+        written = node.target.value if isinstance(node.target, cst.Subscript) else node.target
+        if _is_data(written):
+            self.data_write(written)
         self.events.append((2, node))
         self.ctx.scopes[id(node)] = self.scope
         self._log(Mark("accumulate", node, value=node.value, scope=self.scope))
@@ -238,7 +243,9 @@ class Walker(Expressions, Calls):
         if self_value is not None and self_value.cls is not None and self_value.cls.grad_disabled:
             no_grad = True
         body.scope = Scope(no_grad=no_grad or self.scope.no_grad, function=name,
-                           debug=self.scope.debug or "debug" in name.lower())
+                           debug=self.scope.debug or "debug" in name.lower(),
+                           init=self.scope.init or name in INIT_FUNCTIONS or name in self.applied,
+                           cond=self.scope.cond)
         for param in params_of(node.params):
             if param.default is not None:
                 self.expr(param.default)
@@ -304,12 +311,16 @@ class Walker(Expressions, Calls):
     def _if(self, node: cst.If) -> None:
         self.expr(node.test)
         self.flush()
-        for name in _compared_names(node.test):
-            self.frame.env[name] = Value()
+        self.checked(guards.checked_names(node.test))
+        flag = guards.flag_of(node.test)
         before = dict(self.frame.env)
         outer_scope = self.scope
+        then_scope = outer_scope
         if not outer_scope.debug and _mentions(node.test, "debug"):
-            self.scope = replace(outer_scope, debug=True)
+            then_scope = replace(then_scope, debug=True)
+        if flag is not None:
+            then_scope = replace(then_scope, cond=outer_scope.cond + (flag,))
+        self.scope = then_scope
         try:
             self.body(node)
         finally:
@@ -317,11 +328,32 @@ class Walker(Expressions, Calls):
         after_then = self.frame.env
         self.frame.env = dict(before)
         if node.orelse is not None:
-            if isinstance(node.orelse, cst.If):
-                self._if(node.orelse)
-            else:
-                self.body(node.orelse)
+            if flag is not None:
+                self.scope = replace(outer_scope, cond=outer_scope.cond + ((flag[0], not flag[1]),))
+            try:
+                if isinstance(node.orelse, cst.If):
+                    self._if(node.orelse)
+                else:
+                    self.body(node.orelse)
+            finally:
+                self.scope = outer_scope
         self.frame.env = _merge(before, after_then, self.frame.env)
+
+    def data_write(self, data: cst.Attribute) -> None:
+        """`p.data = ...`, `p.data.clamp_(...)`, `p.data -= ...`: a write that autograd does not see."""
+        self._log(Mark("data_write", data, value=self.ctx.value(data.value), scope=self.scope))
+
+    def checked(self, names) -> None:
+        """Values the code compares or tests are handled by it: no longer evidence of reaching 0."""
+        env = self.frame.env
+        for name in names:
+            value = self.frame.lookup(name)
+            if value.zero or value.eps is not None:
+                env[name] = value.but(zero=0, eps=None)
+
+    def _assert(self, node: cst.Assert) -> None:
+        self.expr(node.test)
+        self.checked(guards.checked_names(node.test))
 
     def _loop(self, node, header: Callable[[], Value | None]) -> None:
         iterable = header()
@@ -369,7 +401,7 @@ class Walker(Expressions, Calls):
             no_grad = no_grad or self._disables_grad(item.item)
             if item.asname is not None:
                 self.bind(item.asname.name, value)
-        self.events.append((4, node))
+        self.events.append((3, node))
         self.ctx.scopes[id(node)] = self.scope
         self.flush()
         self.fp16 += fp16
@@ -406,13 +438,24 @@ class Walker(Expressions, Calls):
         elif isinstance(target, cst.Attribute):
             owner = self.expr(target.value)
             if target.attr.value == "data":
-                self.events.append((3, target))
-                self.ctx.scopes[id(target)] = self.scope
+                self.data_write(target)
             if owner.kind == "instance" and owner.cls is not None:
                 owner.cls.attrs[target.attr.value] = value
         elif isinstance(target, cst.Subscript):
             self.expr(target)
+            if _is_data(target.value):
+                self.data_write(target.value)
+            if isinstance(target.value, cst.Name):
+                # `norm[norm == 0] = 1`: the zeros are replaced
+                for element in target.slice:
+                    if isinstance(element.slice, cst.Index) and \
+                            target.value.value in guards.checked_names(element.slice.value):
+                        self.checked([target.value.value])
 
+
+
+def _is_data(node) -> bool:
+    return isinstance(node, cst.Attribute) and node.attr.value == "data"
 
 
 def _merge(before: dict[str, Value], first: dict[str, Value], second: dict[str, Value]) -> dict[str, Value]:
@@ -468,24 +511,3 @@ def _loader_of(ctx: FileContext, node, value: Value) -> Value:
             if inner.kind == "dataloader":
                 return inner
     return value
-
-
-def _compared_names(test: cst.BaseExpression) -> list[str]:
-    """Names a condition compares (`if d > 0`, `if (d != 0).all()`, `if a and b >= 0`)."""
-    found: list[str] = []
-    stack = [test]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, cst.BooleanOperation):
-            stack.extend((node.left, node.right))
-        elif isinstance(node, cst.UnaryOperation):
-            stack.append(node.expression)
-        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
-            stack.append(node.func.value)
-        elif isinstance(node, cst.Comparison):
-            for side in [node.left] + [c.comparator for c in node.comparisons]:
-                if isinstance(side, cst.Name):
-                    found.append(side.value)
-    return found
-
-

@@ -25,9 +25,6 @@ class Rule:
     def on_augassign(self, ctx: FileContext, node: cst.AugAssign) -> None:
         """An augmented assignment such as `x /= n`."""
 
-    def on_attribute(self, ctx: FileContext, node: cst.Attribute) -> None:
-        """A `.data` attribute, read or assigned."""
-
     def on_with(self, ctx: FileContext, node: cst.With) -> None:
         """A `with` statement, before its body."""
 

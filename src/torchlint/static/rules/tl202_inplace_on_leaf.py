@@ -7,13 +7,10 @@ import libcst as cst
 from torchlint.rule import RuleInfo
 from torchlint.static.interpret.context import CallInfo, FileContext
 from torchlint.static.rules.base import Rule
-
-NOT_INPLACE = frozenset({"requires_grad_", "share_memory_", "retain_grad_", "detach_"})
-
+from torchlint.static.facts.ops import is_inplace
 
 def is_inplace_method(call: CallInfo) -> bool:
-    name = call.name
-    return call.form == "method" and name.endswith("_") and not name.startswith("_") and name not in NOT_INPLACE
+    return call.form == "method" and is_inplace(call.name)
 
 
 def through_data_or_grad(node) -> bool:
