@@ -128,7 +128,7 @@ def test_pyproject_config(project, capsys):
         exclude = ["generated"]
         per-file-ignores = {"tests/*" = ["TL1"]}
 
-        [tool.torchlint.TL110]
+        [tool.torchlint.TL120]
         max-lr-adaptive = 0.5
         """))
     write(project / "pkg" / "m.py", BUGGY)
@@ -142,7 +142,7 @@ def test_pyproject_config(project, capsys):
 @pytest.mark.parametrize(("toml", "message"), [
     ("[tool.torchlint]\nselec = ['TL1']\n", "unknown key [tool.torchlint] selec"),
     ("[tool.torchlint]\nselect = ['TL777']\n", "unknown rule selector(s): TL777"),
-    ("[tool.torchlint.TL110]\nmax_lr = 1\n", "unknown option TL110.max_lr"),
+    ("[tool.torchlint.TL120]\nmax_lr = 1\n", "unknown option TL120.max_lr"),
     ("[tool.torchlint.TL101]\nmin-eps = 'big'\n", "option TL101.min-eps must be a number"),
     ("[tool.torchlint\n", "invalid TOML"),
 ])

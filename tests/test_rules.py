@@ -7,6 +7,8 @@ values flowing through variables, branches, class attributes and function return
 import pytest
 from conftest import codes_lines
 
+from torchlint.config import Settings
+
 CASES = {
     # --- TL101 unguarded-log -------------------------------------------------------------
     "log of relu through a variable": ("""
@@ -393,11 +395,16 @@ CASES = {
         model = torch.nn.Linear(2, 2)
         opt = AdamW(model.parameters(), lr=1e-3, eps=0.0)
         """, {("TL110", 5)}),
-    "sgd with a huge lr": ("""
+    "sgd with a huge lr (opt-in TL120)": ("""
         import torch
         model = torch.nn.Linear(2, 2)
         opt = torch.optim.SGD(model.parameters(), lr=50)
-        """, {("TL110", 4)}),
+        """, {("TL120", 4)}, ["TL120"]),
+    "clean by default: the same lr without the opt-in rule": ("""
+        import torch
+        model = torch.nn.Linear(2, 2)
+        opt = torch.optim.SGD(model.parameters(), lr=50)
+        """, set()),
     "clean: usual settings": ("""
         import torch
         model = torch.nn.Linear(2, 2)
@@ -462,8 +469,9 @@ CASES = {
 
 @pytest.mark.parametrize("name", list(CASES))
 def test_rule_case(name):
-    source, expected = CASES[name]
-    assert codes_lines(source) == expected
+    source, expected, *opt_in = CASES[name]
+    settings = Settings(extend_select=opt_in[0]) if opt_in else None
+    assert codes_lines(source, settings=settings) == expected
 
 
 def test_every_rule_has_failing_and_passing_cases():
@@ -471,9 +479,9 @@ def test_every_rule_has_failing_and_passing_cases():
 
     from torchlint.static.rules import STATIC_RULES
 
-    failing = {code for _, expected in [*CASES.values(), *TRAINING_CASES.values()] for code, _ in expected}
+    failing = {code for _, expected, *_ in [*CASES.values(), *TRAINING_CASES.values()] for code, _ in expected}
     assert {rule.info.code for rule in STATIC_RULES} <= failing
-    assert any(not expected for _, expected in CASES.values())
+    assert any(not expected for _, expected, *_ in CASES.values())
 
 
 def test_large_init_std_one_is_large_only_for_weight_matrices():

@@ -3,6 +3,8 @@
 import pytest
 from conftest import codes_lines
 
+from torchlint.config import Settings
+
 CASES = {
     # TL201
     ".data write to an activation in forward": ("""
@@ -337,14 +339,14 @@ CASES = {
                 optimizer.zero_grad()
                 ((model(x) - y) ** 2).mean().backward()
                 optimizer.step()
-        """, {("TL403", 5)}),
+        """, {("TL403", 5)}, ["TL403"]),
     # TL404 / TL701
     "zero_grad to zeros on a model; torch.load weights_only False": ("""
         import torch
         def f(model, path):
             model.zero_grad(set_to_none=False)
             return torch.load(path, weights_only=False)
-        """, {("TL404", 4), ("TL701", 5)}),
+        """, {("TL404", 4), ("TL701", 5)}, ["TL404"]),
     "clean: default zero_grad and load": ("""
         import torch
         def f(model, path):
@@ -379,15 +381,16 @@ CASES = {
 
 @pytest.mark.parametrize("name", list(CASES))
 def test_training_rule_case(name):
-    source, expected = CASES[name]
-    assert codes_lines(source) == expected
+    source, expected, *opt_in = CASES[name]
+    settings = Settings(extend_select=opt_in[0]) if opt_in else None
+    assert codes_lines(source, settings=settings) == expected
 
 
 def test_missing_grad_clip_always_mode(tmp_path):
     from torchlint.config import settings_from_table
 
     settings = settings_from_table({"TL302": {"mode": "always"}})
-    source, _ = CASES["always mode without recurrent layers"]
+    source, *_ = CASES["always mode without recurrent layers"]
     assert codes_lines(source, settings=settings) == {("TL302", 4)}
     assert codes_lines(source, settings=settings_from_table({"TL302": {"mode": "off"}})) == set()
 

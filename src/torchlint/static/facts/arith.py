@@ -45,6 +45,9 @@ def arith(op: str, left: Value, right: Value, left_node, right_node, node, fp16:
         return _divide(left, right, node, half)
     if op == "Power":
         return _power(left, right, node, half)
+    if op in ("BitAnd", "BitOr") and (left.op == "mask" or right.op == "mask"):
+        return Value(op="mask", lo=0.0, hi=1.0, zero=ROUTINE, desc="a boolean mask", tracked=False, node=node,
+                     checks=left.checks + right.checks)
     if op == "MatrixMultiply":
         return Value(op="matmul", unbounded=True, half=half or fp16, desc="a matmul output",
                      tracked=tracked_of(left, right), node=node)

@@ -54,6 +54,11 @@ FUNCTION_OPS.update({
     "torch.tensor": "tensor",
     "torch.as_tensor": "tensor",
     "torch.from_numpy": "tensor",
+    "torch.randn": "randn",
+    "torch.randn_like": "randn",
+    "torch.normal": "randn",
+    "numpy.random.randn": "randn",
+    "numpy.random.normal": "randn",
     "torch.rand": "rand",
     "torch.rand_like": "rand",
     "numpy.random.rand": "rand",
@@ -104,7 +109,7 @@ TRANSPARENT_METHODS = frozenset({
     "squeeze", "unsqueeze", "permute", "transpose", "t", "expand", "expand_as", "repeat",
     "cpu", "cuda", "gather", "index_select", "masked_select", "narrow", "select", "numpy",
     "item", "tolist", "requires_grad_", "unflatten", "movedim", "roll", "flip", "chunk",
-    "split", "squeeze_", "unsqueeze_", "data", "masked_fill", "masked_fill_",
+    "split", "squeeze_", "unsqueeze_", "data", "masked_fill", "masked_fill_", "bool", "long", "int", "byte",
 })
 # Methods that return a new tensor with the same values (not a view of the original).
 COPY_METHODS = frozenset({"clone", "gather", "index_select", "masked_select", "contiguous", "numpy", "tolist",

@@ -74,8 +74,11 @@ def apply_op(op: str, x: Value, node, rest: list[Value]) -> Value:
                      tracked=tracked, node=node)
     if op in ("std", "var"):
         desc = "a standard deviation" if op == "std" else "a variance"
-        return Value(op=op, lo=0.0, hi=INF, zero=DEGENERATE, desc=desc, of=x, half=half, tracked=tracked,
-                     node=node)
+        # 0 for a constant input; Gaussian samples are never all equal
+        zero = NONE if x.op == "randn" else DEGENERATE
+        return Value(op=op, lo=0.0, hi=INF, zero=zero, desc=desc, of=x, half=half, tracked=tracked, node=node)
+    if op == "randn":
+        return Value(op=op, tracked=False, node=node)
     if op in ("count_nonzero", "bincount"):
         return Value(op="count", lo=0.0, hi=INF, zero=ROUTINE, desc="a count", tracked=False, node=node)
     if op in ("amax", "amin"):

@@ -116,6 +116,9 @@ class Calls:
             name = info.qual or ""
             if receiver.kind == "param" and name in ("detach", "clone", "detach_"):
                 return Value(tracked=name == "clone")  # no longer a leaf that requires grad
+            if name == "requires_grad_" and info.args and isinstance(info.args[0], cst.Name) and \
+                    info.args[0].value == "False":
+                return receiver.but(tracked=False)  # a frozen module / tensor: its parameters need no grad
             if name in ops.DETACHING_METHODS and not receiver.kind:
                 # the same values without history; the node stays, so `x - x.detach().min()` is one x
                 return receiver.but(tracked=False) if receiver.tracked else receiver
@@ -266,12 +269,17 @@ class Calls:
 
 
 def _claim_where_guarded(ctx: FileContext, call: cst.Call) -> None:
-    """`where(d == 0, fallback, x / d)` handles the zero itself: its division/log/sqrt of d is not reported."""
-    if not call.args or not isinstance(call.args[0].value, cst.Comparison):
+    """`where(d == 0, fallback, x / d)` (or a mask computed earlier from d) handles the zero itself:
+    its division/log/sqrt of d is not reported."""
+    if not call.args:
         return
     condition = call.args[0].value
-    guarded = {ctx.shape(condition.left)}
-    guarded.update(ctx.shape(target.comparator) for target in condition.comparisons)
+    guarded = set(ctx.value(condition).checks)
+    if isinstance(condition, cst.Comparison):
+        guarded.add(ctx.shape(condition.left))
+        guarded.update(ctx.shape(target.comparator) for target in condition.comparisons)
+    if not guarded:
+        return
     stack = [arg.value for arg in call.args[1:]]
     while stack:
         node = stack.pop()

@@ -84,6 +84,7 @@ class FileContext:
     scopes: dict[int, Scope] = field(default_factory=dict)  # for non-call events
     functions: list[Body] = field(default_factory=list)  # every function body, in file order
     timeline: list[Any] = field(default_factory=list)  # every logged call and mark, in file order
+    memo: dict[str, Any] = field(default_factory=dict)  # analyses several rules share, computed once
     statements: dict[int, tuple[cst.SimpleStatementLine, bool]] = field(default_factory=dict)
     # call id -> (its statement line, whether it is alone in its block): for fixes that remove a call
 

@@ -42,10 +42,11 @@ class Expressions:
             found = owner.cls.attrs.get(attr)
             if found is not None and found.kind is not None:
                 return found  # numeric state (self.count = 0; self.count += 1) is not tracked
+        frozen = owner.kind is not None and owner.tracked is False  # `.requires_grad_(False)`
         if attr == "weight" and owner.kind == "module" and ops.MODULE_OPS.get(owner.qual or "") == "linear":
-            return Value(kind="param", qual="matrix", tracked=True)  # its scale compounds per layer
+            return Value(kind="param", qual="matrix", tracked=not frozen)  # its scale compounds per layer
         if attr in ("weight", "bias"):
-            return Value(kind="param", tracked=True)
+            return Value(kind="param", tracked=not frozen)
         if attr == "data":
             return owner.but(tracked=False) if owner is not NOTHING else owner
         if attr == "grad" and owner.kind == "param":
@@ -56,12 +57,18 @@ class Expressions:
 
     def _subscript(self, node: cst.Subscript) -> Value:
         base = self.expr(node.value)
+        selected = False
         for element in node.slice:
             if isinstance(element.slice, cst.Index):
-                self.expr(element.slice.value)
+                index = self.expr(element.slice.value)
+                selected = selected or (isinstance(node.value, cst.Name) and node.value.value in index.checks)
         if base.kind or base.op == "const":
             return NOTHING
-        return base.but(node=node) if base is not NOTHING else NOTHING
+        if base is NOTHING:
+            return NOTHING
+        if selected:  # counts[counts > 0]: only the elements the mask kept
+            return base.but(node=node, zero=0, eps=None)
+        return base.but(node=node)
 
     def _sequence(self, node) -> Value:
         items = tuple(self.expr(element.value) for element in node.elements)
@@ -78,7 +85,8 @@ class Expressions:
         self.expr(node.left)
         for target in node.comparisons:
             self.expr(target.comparator)
-        return Value(op="mask", lo=0.0, hi=1.0, zero=ROUTINE, desc="a boolean mask", tracked=False, node=node)
+        return Value(op="mask", lo=0.0, hi=1.0, zero=ROUTINE, desc="a boolean mask", tracked=False, node=node,
+                     checks=tuple(guards.checked_names(node)))
 
     def _boolop(self, node: cst.BooleanOperation) -> Value:
         self.expr(node.left)

@@ -27,6 +27,7 @@ class Scope:
     debug: bool = False  # inside `if ...debug...:` or a function whose name mentions debug
     init: bool = False  # model construction: __init__, reset_parameters, a function given to .apply()
     cond: tuple[tuple[str, bool], ...] = ()  # the flags this code runs under (`if use_amp:` -> ("use_amp", True))
+    guarded: bool = False  # under an if/try/except inside the innermost loop: not run every iteration
 
 
 MODULE_SCOPE = Scope()

@@ -315,7 +315,7 @@ class Walker(Expressions, Calls):
         flag = guards.flag_of(node.test)
         before = dict(self.frame.env)
         outer_scope = self.scope
-        then_scope = outer_scope
+        then_scope = replace(outer_scope, guarded=True) if not outer_scope.guarded else outer_scope
         if not outer_scope.debug and _mentions(node.test, "debug"):
             then_scope = replace(then_scope, debug=True)
         if flag is not None:
@@ -329,7 +329,9 @@ class Walker(Expressions, Calls):
         self.frame.env = dict(before)
         if node.orelse is not None:
             if flag is not None:
-                self.scope = replace(outer_scope, cond=outer_scope.cond + ((flag[0], not flag[1]),))
+                self.scope = replace(outer_scope, guarded=True, cond=outer_scope.cond + ((flag[0], not flag[1]),))
+            else:
+                self.scope = replace(outer_scope, guarded=True)
             try:
                 if isinstance(node.orelse, cst.If):
                     self._if(node.orelse)
@@ -360,7 +362,7 @@ class Walker(Expressions, Calls):
         self.flush()
         before = dict(self.frame.env)
         outer_scope = self.scope
-        self.scope = replace(outer_scope, loop_depth=outer_scope.loop_depth + 1)
+        self.scope = replace(outer_scope, loop_depth=outer_scope.loop_depth + 1, guarded=False)
         loop = Body("loop", node, self.scope, iterable=iterable)
         self._log(loop)
         self.ctx.loops.append(loop)
@@ -416,11 +418,16 @@ class Walker(Expressions, Calls):
 
     def _try(self, node) -> None:
         self.body(node)
-        for handler in node.handlers:
-            if handler.type is not None:
-                self.expr(handler.type)
-                self.flush()
-            self.body(handler)
+        outer_scope = self.scope
+        self.scope = replace(outer_scope, guarded=True)  # handlers run only on an exception
+        try:
+            for handler in node.handlers:
+                if handler.type is not None:
+                    self.expr(handler.type)
+                    self.flush()
+                self.body(handler)
+        finally:
+            self.scope = outer_scope
         if node.orelse is not None:
             self.body(node.orelse)
         if node.finalbody is not None:

@@ -36,6 +36,7 @@ from torchlint.static.rules.tl111_softmax_before_cross_entropy import SoftmaxBef
 from torchlint.static.rules.tl112_imprecise_log1p import ImpreciseLog1p
 from torchlint.static.rules.tl113_imprecise_expm1 import ImpreciseExpm1
 from torchlint.static.rules.tl114_naive_logsumexp import NaiveLogsumexp
+from torchlint.static.rules.tl120_high_learning_rate import HighLearningRate
 
 # Order matters only for claims within one node: rules that own a whole expression come first.
 STATIC_RULES: tuple[Rule, ...] = (
@@ -51,6 +52,7 @@ STATIC_RULES: tuple[Rule, ...] = (
     UnstableExp(),
     LargeInit(),
     RiskyOptimizerConfig(),
+    HighLearningRate(),
     SoftmaxBeforeCrossEntropy(),
     ImpreciseExpm1(),
     DataAttribute(),

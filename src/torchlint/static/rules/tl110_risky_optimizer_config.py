@@ -1,4 +1,4 @@
-"""TL110 risky-optimizer-config: eps=0 / fp16-underflowing eps, learning rates far too high."""
+"""TL110 risky-optimizer-config: an adaptive optimizer whose eps is 0 or rounds to 0 in float16."""
 
 from __future__ import annotations
 
@@ -16,30 +16,25 @@ FLOAT16_TINY = 5.96e-8  # smallest positive float16 (subnormal)
 class RiskyOptimizerConfig(Rule):
     info = RuleInfo(
         "TL110", "risky-optimizer-config", "warning",
-        "Adaptive optimizers with eps=0 (or below float16's range) divide by zero; huge learning rates diverge.",
+        "An adaptive optimizer with eps=0, or an eps float16 parameters cannot hold, divides by zero.",
         tags=("numerics", "optimizer"),
-        options={"max-lr-adaptive": 0.01, "max-lr-sgd": 1.0},
     )
 
     def on_call(self, ctx: FileContext, call: CallInfo) -> None:
-        qual = call.qual or ""
-        if call.form != "function" or not qual.startswith("torch.optim."):
+        name = optimizer_name(call)
+        if name not in ADAPTIVE:
             return
-        name = qual.rsplit(".", 1)[-1]
-        if name not in ADAPTIVE and name != "SGD":
-            return
-        problems = []
-        lr = ctx.value(call.param(1, "lr"))
-        limit = ctx.option(self.info, "max-lr-sgd" if name == "SGD" else "max-lr-adaptive")
-        if lr.op == "const" and lr.const is not None and lr.const > limit:
-            problems.append(
-                f"lr={lr.const:g} is far above {name}'s usual range (limit {limit:g}): updates "
-                "overshoot and diverge to NaN; lower it or add warm-up"
-            )
-        if name in ADAPTIVE:
-            problems.extend(_eps_problems(ctx, call, name))
+        problems = _eps_problems(ctx, call, name)
         if problems:
             ctx.report(self.info, call.node, f"`{name}(...)`: " + "; ".join(problems))
+
+
+def optimizer_name(call: CallInfo) -> str | None:
+    """`Adam` for `torch.optim.Adam(...)` / `optim.Adam(...)`; None for anything else."""
+    qual = call.qual or ""
+    if call.form != "function" or not qual.startswith("torch.optim."):
+        return None
+    return qual.rsplit(".", 1)[-1]
 
 
 def _eps_problems(ctx: FileContext, call: CallInfo, name: str) -> list[str]:

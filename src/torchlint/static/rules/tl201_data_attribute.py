@@ -6,7 +6,7 @@ from torchlint.rule import RuleInfo
 from torchlint.static.interpret.context import CallInfo, FileContext
 from torchlint.static.interpret.scopes import Mark
 from torchlint.static.rules.base import Rule
-from torchlint.static.rules.training import BACKWARD, classify
+from torchlint.static.interpret.training import BACKWARD, classify
 
 
 MODULE_METHODS = frozenset({"parameters", "named_parameters", "train", "eval", "zero_grad", "state_dict"})

@@ -37,8 +37,8 @@ class InplaceOnLeaf(Rule):
 
     def _check(self, ctx: FileContext, node, target, op: str) -> None:
         value = ctx.value(target)
-        if value.kind != "param":
-            return
+        if value.kind != "param" or value.tracked is False:
+            return  # through `.data` / `requires_grad_(False)`: autograd does not track it
         what = "a requires_grad leaf" if value.qual == "leaf" else "a parameter"
         ctx.report(
             self.info, node,

@@ -7,7 +7,7 @@ import libcst as cst
 from torchlint.rule import RuleInfo
 from torchlint.static.interpret.context import CallInfo, FileContext
 from torchlint.static.rules.base import Rule
-from torchlint.static.rules.training import BACKWARD, GRAD, classify
+from torchlint.static.interpret.training import BACKWARD, GRAD, classify
 
 
 class NeedlessRetainGraph(Rule):

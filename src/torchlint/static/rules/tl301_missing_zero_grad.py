@@ -5,7 +5,7 @@ from __future__ import annotations
 from torchlint.rule import RuleInfo
 from torchlint.static.interpret.context import FileContext
 from torchlint.static.rules.base import Rule
-from torchlint.static.rules.training import ZERO_GRAD, innermost_training_loops, loop_header
+from torchlint.static.interpret.training import ZERO_GRAD, innermost_training_loops, loop_header
 
 
 class MissingZeroGrad(Rule):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from torchlint.rule import RuleInfo
 from torchlint.static.interpret.context import FileContext
 from torchlint.static.rules.base import Rule
-from torchlint.static.rules.training import CLIP, innermost_training_loops, loop_header
+from torchlint.static.interpret.training import CLIP, innermost_training_loops, loop_header
 
 EXPLODING_PRONE = frozenset({
     "LSTM", "GRU", "RNN", "LSTMCell", "GRUCell", "RNNCell", "MultiheadAttention", "Transformer",

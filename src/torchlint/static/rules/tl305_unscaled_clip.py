@@ -5,7 +5,7 @@ from __future__ import annotations
 from torchlint.rule import RuleInfo
 from torchlint.static.interpret.context import FileContext
 from torchlint.static.rules.base import Rule
-from torchlint.static.rules.training import CLIP, UNSCALE, innermost_training_loops, uses_scaler
+from torchlint.static.interpret.training import CLIP, UNSCALE, innermost_training_loops, paths, uses_scaler
 
 
 class UnscaledClip(Rule):
@@ -16,9 +16,12 @@ class UnscaledClip(Rule):
     )
 
     def on_end(self, ctx: FileContext) -> None:
-        for _loop, steps in innermost_training_loops(ctx):
-            if not uses_scaler(ctx, steps):
-                continue
+        for _loop, merged in innermost_training_loops(ctx):
+            for steps in paths(merged):
+                self._check_path(ctx, steps)
+
+    def _check_path(self, ctx: FileContext, steps) -> None:
+        if uses_scaler(steps):
             unscaled = False
             for action in steps:
                 if action.kind == UNSCALE:

@@ -9,7 +9,7 @@ import libcst as cst
 from torchlint.rule import RuleInfo
 from torchlint.static.interpret.context import CallInfo, FileContext
 from torchlint.static.rules.base import Rule
-from torchlint.static.rules.training import BACKWARD, STEP, actions, loop_header
+from torchlint.static.interpret.training import BACKWARD, STEP, actions, loop_header
 from torchlint.static.interpret.scopes import Body
 
 EVAL_LOADER = re.compile(r"(val|valid|validation|test|eval|dev)(_|loader|data|set|\b)", re.I)

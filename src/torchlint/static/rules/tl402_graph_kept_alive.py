@@ -8,7 +8,7 @@ from torchlint.rule import RuleInfo
 from torchlint.static.interpret.context import CallInfo, FileContext
 from torchlint.static.facts.ops import LOSS_OPS
 from torchlint.static.rules.base import Rule
-from torchlint.static.rules.training import BACKWARD, classify
+from torchlint.static.interpret.training import BACKWARD, classify
 from torchlint.static.interpret.scopes import Mark
 
 CUTS_GRAPH = frozenset({"item", "detach", "tolist", "numpy", "float", "int"})

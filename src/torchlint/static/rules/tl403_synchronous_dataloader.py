@@ -5,14 +5,14 @@ from __future__ import annotations
 from torchlint.rule import RuleInfo
 from torchlint.static.interpret.context import FileContext
 from torchlint.static.rules.base import Rule
-from torchlint.static.rules.training import innermost_training_loops
+from torchlint.static.interpret.training import innermost_training_loops
 
 
 class SynchronousDataloader(Rule):
     info = RuleInfo(
         "TL403", "synchronous-dataloader", "info",
         "A training loop over a DataLoader without workers loads each batch while the model waits.",
-        tags=("performance",),
+        tags=("performance",), default_enabled=False,
     )
 
     def on_end(self, ctx: FileContext) -> None:

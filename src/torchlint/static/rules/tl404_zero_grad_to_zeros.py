@@ -13,7 +13,7 @@ class ZeroGradToZeros(Rule):
     info = RuleInfo(
         "TL404", "zero-grad-to-zeros", "info",
         "zero_grad(set_to_none=False) writes zeros into every gradient instead of freeing them.",
-        tags=("memory", "performance"),
+        tags=("memory", "performance"), default_enabled=False,
     )
 
     def on_call(self, ctx: FileContext, call: CallInfo) -> None:

@@ -1,0 +1,163 @@
+"""What a training loop does to gradients and parameters, in order, per path.
+
+A loop's actions are read from its body log expanded through the functions and methods it calls
+(so a `fit()` loop that calls `self.train_step()` is judged on `train_step`), and through an
+optimizer closure (`optimizer.step(closure)` runs the closure's backward first). Each action keeps
+the flags it runs under (`if use_amp:`), so a rule can judge each path on its own: the `else`
+branch of `if scaler is not None:` has no scaler.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from itertools import product
+
+import libcst as cst
+
+from torchlint.static.interpret.context import CallInfo, FileContext
+from torchlint.static.interpret.scopes import Body, Mark
+
+BACKWARD, STEP, ZERO_GRAD, CLIP, UNSCALE, GRAD = "backward", "step", "zero_grad", "clip", "unscale", "grad"
+CLIP_NAMES = frozenset({"clip_grad_norm_", "clip_grad_value_", "clip_grad_norm", "clip_gradients"})
+MAX_FLAGS = 3  # more flags than this in one loop: judge the merged actions only
+
+
+@dataclass(frozen=True)
+class Action:
+    kind: str
+    node: cst.CSTNode
+    call: CallInfo | None = None
+    cond: tuple[tuple[str, bool], ...] = ()
+    scaled: bool = False  # a backward of scaler.scale(loss), or a scaler's step
+
+
+def classify(ctx: FileContext, entry) -> str | None:
+    if isinstance(entry, Mark):
+        return ZERO_GRAD if entry.kind == "grad_none" else None
+    if not isinstance(entry, CallInfo):
+        return None
+    name = entry.name
+    if entry.form == "function":
+        qual = entry.qual or ""
+        if qual == "torch.autograd.backward":
+            return BACKWARD
+        if qual == "torch.autograd.grad":
+            return GRAD
+        if name in CLIP_NAMES and qual.startswith("torch."):
+            return CLIP
+        return None
+    if entry.form != "method":
+        return None
+    if name == "backward":
+        return BACKWARD
+    if name == "zero_grad":
+        return ZERO_GRAD
+    if name in CLIP_NAMES:
+        return CLIP
+    if name == "unscale_":
+        return UNSCALE
+    if name == "zero_" and isinstance(entry.receiver, cst.Attribute) and entry.receiver.attr.value == "grad":
+        return ZERO_GRAD
+    if name == "step" and _is_optimizer(ctx, entry.receiver):
+        return STEP
+    return None
+
+
+def _is_optimizer(ctx: FileContext, receiver) -> bool:
+    """An optimizer or GradScaler: from its constructor when visible, else from how it is named."""
+    value = ctx.value(receiver)
+    if value.kind in ("optimizer", "scaler"):
+        return True
+    if value.kind is not None:  # a scheduler, a model, a dataloader...
+        return False
+    name = ctx.shape(receiver).lower().rsplit(".", 1)[-1]
+    return ("opt" in name or "scaler" in name) and "sched" not in name
+
+
+def _scaled(ctx: FileContext, kind: str, call: CallInfo) -> bool:
+    if call.form != "method":
+        return False
+    receiver = call.receiver
+    if kind == STEP:
+        return ctx.value(receiver).kind == "scaler" or "scaler" in ctx.shape(receiver).lower()
+    if kind == BACKWARD and isinstance(receiver, cst.Call):
+        inner = ctx.call(receiver)
+        return inner is not None and inner.name == "scale"
+    return False
+
+
+def actions(ctx: FileContext, body: Body) -> list[Action]:
+    """The gradient actions a body performs, in order, through nested loops, calls and closures."""
+    found: list[Action] = []
+    for entry in body.walk():
+        kind = classify(ctx, entry)
+        if kind is None:
+            continue
+        call = entry if isinstance(entry, CallInfo) else None
+        if kind == STEP and call is not None:
+            found.extend(_closure_actions(ctx, call))
+        found.append(Action(kind, entry.node, call, entry.scope.cond,
+                            _scaled(ctx, kind, call) if call is not None else False))
+    return found
+
+
+def _closure_actions(ctx: FileContext, step: CallInfo) -> list[Action]:
+    """`optimizer.step(closure)`: the closure runs (and usually backpropagates) before the update."""
+    closure = step.param(0, "closure")
+    if closure is None or isinstance(closure, (cst.Integer, cst.Float)):
+        return []
+    value = ctx.value(closure)
+    call = ctx.call(closure)
+    if call is not None and call.name == "partial" and call.args:  # functools.partial(self.step_fn, ...)
+        value = ctx.value(call.args[0])
+    if isinstance(value.body, Body):
+        inner = [a for a in actions(ctx, value.body) if a.kind != STEP]
+        if inner:
+            return inner
+    # A closure we cannot see into: L-BFGS-style closures exist to compute the loss and backward.
+    return [Action(BACKWARD, closure, None, step.scope.cond)]
+
+
+def trains(kinds: set[str]) -> bool:
+    return BACKWARD in kinds and STEP in kinds
+
+
+def innermost_training_loops(ctx: FileContext) -> list[tuple[Body, list[Action]]]:
+    """Loops that run backward and an optimizer step, keeping the innermost of nested ones: a loop
+    nested in another through a call (an epoch loop calling `train_one_epoch()`) counts as nested."""
+    cached = ctx.memo.get("training_loops")
+    if cached is not None:
+        return cached
+    per_loop = {id(loop): actions(ctx, loop) for loop in ctx.loops}
+    found = []
+    for loop in ctx.loops:
+        steps = per_loop[id(loop)]
+        if not trains({a.kind for a in steps}):
+            continue
+        nested = [e for e in loop.walk() if isinstance(e, Body) and e.kind == "loop" and e is not loop]
+        if any(trains({a.kind for a in per_loop.get(id(inner)) or actions(ctx, inner)}) for inner in nested):
+            continue
+        found.append((loop, steps))
+    ctx.memo["training_loops"] = found
+    return found
+
+
+def paths(steps: list[Action]) -> Iterator[list[Action]]:
+    """The action sequences of each combination of the flags the actions run under."""
+    flags = sorted({name for action in steps for name, _ in action.cond})
+    if not flags or len(flags) > MAX_FLAGS:
+        yield steps
+        return
+    for values in product((True, False), repeat=len(flags)):
+        assignment = dict(zip(flags, values, strict=True))
+        yield [a for a in steps if all(assignment.get(name, value) == value for name, value in a.cond)]
+
+
+def uses_scaler(steps: list[Action]) -> bool:
+    return any(action.scaled for action in steps)
+
+
+def loop_header(loop: Body) -> cst.CSTNode:
+    """The node a loop finding points at: the `for`/`while` statement (reported at its keyword)."""
+    return loop.node
