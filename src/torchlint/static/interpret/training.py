@@ -90,21 +90,36 @@ def _scaled(ctx: FileContext, kind: str, call: CallInfo) -> bool:
 def actions(ctx: FileContext, body: Body) -> list[Action]:
     """The gradient actions a body performs, in order, through nested loops, calls and closures."""
     found: list[Action] = []
-    for entry in body.walk():
+    for entry, cond in _entries(body, (), {id(body)}):
         kind = classify(ctx, entry)
         if kind is None:
             continue
         call = entry if isinstance(entry, CallInfo) else None
         if kind == STEP and call is not None:
-            found.extend(_closure_actions(ctx, call))
-        found.append(Action(kind, entry.node, call, entry.scope.cond,
+            found.extend(a if not cond else Action(a.kind, a.node, a.call, cond + a.cond, a.scaled)
+                         for a in _closure_actions(ctx, call))
+        found.append(Action(kind, entry.node, call, cond + entry.scope.cond,
                             _scaled(ctx, kind, call) if call is not None else False))
     return found
 
 
+def _entries(body: Body, cond: tuple, seen: set[int]) -> Iterator[tuple[object, tuple]]:
+    """Calls and marks in order, with the flags of the call sites that led into each function."""
+    for entry in body.entries:
+        if isinstance(entry, Body):
+            yield from _entries(entry, cond, seen)
+            continue
+        yield entry, cond
+        callee = getattr(getattr(entry, "callee", None), "body", None)
+        if isinstance(callee, Body) and id(callee) not in seen:
+            seen.add(id(callee))
+            yield from _entries(callee, cond + entry.scope.cond, seen)
+            seen.discard(id(callee))
+
+
 def _closure_actions(ctx: FileContext, step: CallInfo) -> list[Action]:
     """`optimizer.step(closure)`: the closure runs (and usually backpropagates) before the update."""
-    closure = step.param(0, "closure")
+    closure = step.param(1, "closure")  # positions count the receiver: step(self, closure)
     if closure is None or isinstance(closure, (cst.Integer, cst.Float)):
         return []
     value = ctx.value(closure)
