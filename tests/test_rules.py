@@ -257,12 +257,27 @@ CASES = {
         def f(x):
             return x / x.norm(dim=-1, keepdim=True)
         """, set()),
-    "in-place division by std": ("""
+    "in-place division of an activation by its std": ("""
+        import torch
+        import torch.nn as nn
+        proj = nn.Linear(4, 4)
+        def f(x):
+            h = proj(x)
+            h /= torch.std(h)
+            return h
+        """, {("TL106", 7)}),
+    "division of data by its std: data varies in practice": ("""
         import torch
         def f(x):
             x /= torch.std(x)
             return x
-        """, {("TL106", 4)}),
+        """, set()),
+    "division of a ReLU output by its std": ("""
+        import torch
+        def f(x):
+            h = torch.relu(x)
+            return h / h.std()
+        """, {("TL106", 5)}),
     "numpy division by a literal array containing zero": ("""
         import numpy as np
         data = np.array([1.0, 2.0, 0.0])

@@ -97,6 +97,8 @@ def _subtract(left: Value, right: Value, node, half: bool) -> Value:
                      desc="a shift by its own minimum")
     if right.op == "max" and _same(right.of, left):
         return Value(op="shift", lo=-ranges.INF, hi=0.0, shifted=True, half=half, tracked=tracked, node=node)
+    if left.checked or right.checked:  # `if abs(hi - lo) < eps: return` came first
+        return Value(op="sub", lo=lo, hi=hi, half=half, tracked=tracked, node=node)
     if left.op in ("max", "min") and right.op in ("max", "min"):
         return Value(op="range", lo=0.0, hi=ranges.INF, zero=DEGENERATE, desc="a max - min range",
                      half=half, tracked=tracked, node=node)

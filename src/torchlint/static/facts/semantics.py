@@ -74,8 +74,11 @@ def apply_op(op: str, x: Value, node, rest: list[Value]) -> Value:
                      tracked=tracked, node=node)
     if op in ("std", "var"):
         desc = "a standard deviation" if op == "std" else "a variance"
-        # 0 for a constant input; Gaussian samples are never all equal
-        zero = NONE if x.op == "randn" else DEGENERATE
+        # 0 for a constant input. Evidence: activations normalised inside the graph (padded rows,
+        # dead units) and inputs that are all zero in routine use (a ReLU, a mask). Data, returns,
+        # advantages and random samples vary in practice: no evidence (measured on the corpus)
+        constant = x.tracked or x.reaches_zero(ROUTINE)
+        zero = DEGENERATE if constant and x.op not in ("randn", "piecewise") else NONE
         return Value(op=op, lo=0.0, hi=INF, zero=zero, desc=desc, of=x, half=half, tracked=tracked, node=node)
     if op == "randn":
         return Value(op=op, tracked=False, node=node)

@@ -45,6 +45,7 @@ class Value:
     body: Any = None  # scopes.Body of a function: what calling it does
     workers: int | None = None  # DataLoader num_workers (0 when not given)
     checks: tuple[str, ...] = ()  # for a boolean mask: the names its comparison tests (`d > 0`)
+    checked: bool = False  # the code compared this value (`if d > 0`): it handles the zero case
 
     def __post_init__(self) -> None:
         if self.zero and not self.lo <= 0 <= self.hi:

@@ -350,8 +350,8 @@ class Walker(Expressions, Calls):
         env = self.frame.env
         for name in names:
             value = self.frame.lookup(name)
-            if value.zero or value.eps is not None:
-                env[name] = value.but(zero=0, eps=None)
+            if not value.kind and not value.checked:
+                env[name] = value.but(zero=0, eps=None, checked=True)
 
     def _assert(self, node: cst.Assert) -> None:
         self.expr(node.test)
@@ -453,11 +453,14 @@ class Walker(Expressions, Calls):
             if _is_data(target.value):
                 self.data_write(target.value)
             if isinstance(target.value, cst.Name):
-                # `norm[norm == 0] = 1`: the zeros are replaced
-                for element in target.slice:
-                    if isinstance(element.slice, cst.Index) and \
-                            target.value.value in guards.checked_names(element.slice.value):
-                        self.checked([target.value.value])
+                name = target.value.value
+                if any(isinstance(element.slice, cst.Index) and name in guards.checked_names(element.slice.value)
+                       for element in target.slice):
+                    self.checked([name])  # `norm[norm == 0] = 1`: the zeros are replaced
+                else:  # `m[mask] = -1`: filled piecewise, its elements are not all equal
+                    old = self.frame.lookup(name)
+                    if not old.kind:
+                        self.frame.env[name] = join(old, value).but(op="piecewise")
 
 
 
