@@ -115,7 +115,8 @@ def _same(reduced: Value | None, value: Value) -> bool:
     """`x.min()` / `x.max()` reduced this very value (or a detached view of it)."""
     if reduced is None or value is NOTHING:
         return False
-    return reduced is value or (value.node is not None and reduced.node is value.node)
+    return reduced is value or (value.node is not None and reduced.node is value.node) or (
+        reduced.of is value and value.node is None)
 
 
 def _multiply(left: Value, right: Value, left_node, right_node, node, half: bool) -> Value:

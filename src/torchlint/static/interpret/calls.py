@@ -121,7 +121,9 @@ class Calls:
                 return receiver.but(tracked=False)  # a frozen module / tensor: its parameters need no grad
             if name in ops.DETACHING_METHODS and not receiver.kind:
                 # the same values without history; the node stays, so `x - x.detach().min()` is one x
-                return receiver.but(tracked=False) if receiver.tracked else receiver
+                if receiver.node is None and receiver.of is None:  # an unknown x: remember which one
+                    return receiver.but(tracked=False, of=receiver)
+                return receiver.but(tracked=False)
             if name in ops.COPY_METHODS and receiver.op is not None and not receiver.kind:
                 return receiver.but(node=info.node)  # same values, a different tensor
             if name in ops.TRANSPARENT_METHODS:

@@ -33,6 +33,8 @@ def checked_names(test: cst.BaseExpression) -> list[str]:
             if isinstance(node.func, cst.Attribute):
                 stack.append(node.func.value)  # (d > 0).all(), d.abs().max()
             stack.extend(arg.value for arg in node.args)  # torch.all(d > 0), torch.isclose(d, 0)
+        elif isinstance(node, cst.BinaryOperation):
+            stack.extend((node.left, node.right))  # `abs(hi - lo) < eps` checks both ends
         elif isinstance(node, cst.Comparison):
             stack.append(node.left)
             stack.extend(c.comparator for c in node.comparisons)

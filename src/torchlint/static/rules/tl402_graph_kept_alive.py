@@ -39,6 +39,8 @@ class GraphKeptAlive(Rule):
                 if target is None or entry.scope.no_grad or _cuts_graph(ctx, target):
                     continue
                 value = ctx.value(target)
+                if value.tracked is False:
+                    continue  # `.item()`, `.detach()` inside a called function: no graph to keep
                 if value.op in LOSS_OPS or value.op == "matmul" or ctx.shape(target) in receivers:
                     ctx.report(
                         self.info, node,
