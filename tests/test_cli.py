@@ -171,13 +171,28 @@ def test_cache_is_tagged_reused_and_invalidated(project, capsys):
     assert len(data) == 1
     # a poisoned entry proves the second run reads the cache instead of re-linting
     key = next(iter(data))
-    data[key][0]["message"] = "from cache"
+    data[key]["findings"][0]["message"] = "from cache"
     entries.write_text(json.dumps(data))
     second = run(["m.py", "--output-format", "json"], capsys)
     assert "from cache" in second[1] and second[0] == first[0]
     target.write_text(CLEAN)
     third = run(["m.py", "--output-format", "json"], capsys)
     assert third[0] == 0 and json.loads(third[1]) == []
+
+
+def test_cache_entry_is_invalidated_when_an_imported_module_changes(project, capsys):
+    write(project / "pyproject.toml", "[tool.torchlint]\n")
+    write(project / "net.py", "import torch.nn as nn\nclass Net(nn.Module):\n"
+          "    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(4, 1)\n"
+          "    def forward(self, x):\n        return self.fc(x).sigmoid()\n")
+    write(project / "train.py", "import torch.nn.functional as F\nfrom net import Net\n"
+          "def loss(x, y):\n    return F.binary_cross_entropy(Net()(x), y)\n")
+    first = run(["train.py", "--output-format", "json"], capsys)
+    assert first[0] == 1 and [(f["code"], f["location"]["row"]) for f in json.loads(first[1])] == [("TL103", 4)]
+    # train.py is unchanged, but the model it imports no longer ends in a sigmoid
+    (project / "net.py").write_text((project / "net.py").read_text().replace(".sigmoid()", ""))
+    second = run(["train.py", "--output-format", "json"], capsys)
+    assert second[0] == 0 and json.loads(second[1]) == []
 
 
 def test_jobs_give_the_same_ordered_output(capsys):

@@ -48,7 +48,7 @@ def check_files(
     store = Cache(settings.root / ".torchlint_cache", settings.fingerprint()) if cache else None
 
     results: list[FileResult | None] = [None] * len(files)
-    todo: list[tuple[int, str, str, str | None]] = []  # index, display path, text, cache key
+    todo: list[tuple[int, str, str, str | None, Path]] = []  # index, display path, text, cache key, file
     for index, file in enumerate(files):
         display = _display(file)
         try:
@@ -56,7 +56,8 @@ def check_files(
         except OSError as error:
             results[index] = _unreadable(display, error.strerror or str(error), enabled)
             continue
-        key = content_key(data) if store is not None else None
+        # the key covers the path too: which project modules an import reaches depends on it
+        key = content_key(data + b"\0" + str(file.resolve()).encode()) if store is not None else None
         if key is not None:
             hit = store.get(key)
             if hit is not None:
@@ -72,20 +73,20 @@ def check_files(
             if store is not None:
                 store.put(key, [])
             continue
-        todo.append((index, display, text, key))
+        todo.append((index, display, text, key, file))
 
     workers = min(jobs, len(todo)) if jobs > 1 and len(todo) >= POOL_THRESHOLD else 1
     if workers > 1:
         chunk = max(1, len(todo) // (workers * 8))
         with ProcessPoolExecutor(max_workers=workers) as pool:
-            outputs = list(pool.map(_check_one, [(t[2], t[1], enabled, settings.options) for t in todo],
+            outputs = list(pool.map(_check_one, [(t[2], t[1], enabled, settings.options, t[4]) for t in todo],
                                     chunksize=chunk))
     else:
-        outputs = [_check_one((t[2], t[1], enabled, settings.options)) for t in todo]
+        outputs = [_check_one((t[2], t[1], enabled, settings.options, t[4])) for t in todo]
 
-    for (index, display, _text, key), findings in zip(todo, outputs, strict=True):
+    for (index, display, _text, key, _file), (findings, deps) in zip(todo, outputs, strict=True):
         if store is not None:
-            store.put(key, [f.to_dict() for f in findings])
+            store.put(key, [f.to_dict() for f in findings], deps)
         results[index] = FileResult(display, findings)
     if store is not None:
         store.save()
@@ -99,8 +100,10 @@ def check_files(
 
 
 def _check_one(job):
-    text, path, enabled, options = job
-    return check_text(text, path, enabled, options)
+    text, path, enabled, options, file = job
+    deps: dict[str, str] = {}
+    findings = check_text(text, path, enabled, options, file=file, deps=deps)
+    return findings, deps
 
 
 def _display(file: Path) -> str:

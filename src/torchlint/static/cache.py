@@ -23,24 +23,41 @@ def content_key(data: bytes) -> str:
 
 
 class Cache:
-    """One JSON file per (torchlint version, settings fingerprint): {content hash: findings}."""
+    """One JSON file per (torchlint version, settings fingerprint):
+    {hash of content and path: {"findings": [...], "deps": {module path: content hash}}}.
+    An entry is used only while every project module it read still has the recorded content."""
 
     def __init__(self, folder: Path, fingerprint: str) -> None:
         self.folder = folder
         self.file = folder / f"v{__version__}-{fingerprint}.json"
-        self.entries: dict[str, list[dict]] = {}
+        self.entries: dict[str, dict] = {}
         self.dirty = False
+        self.hashes: dict[str, str | None] = {}  # dependency path -> current content hash, this run
         try:
             self.entries = json.loads(self.file.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             self.entries = {}
 
     def get(self, key: str) -> list[dict] | None:
-        return self.entries.get(key)
+        entry = self.entries.get(key)
+        if not isinstance(entry, dict):
+            return None
+        for path, recorded in entry.get("deps", {}).items():
+            if self._hash(path) != recorded:
+                return None  # a module it imports changed: analyse again
+        return entry.get("findings")
 
-    def put(self, key: str, findings: list[dict]) -> None:
-        self.entries[key] = findings
+    def put(self, key: str, findings: list[dict], deps: dict[str, str] | None = None) -> None:
+        self.entries[key] = {"findings": findings, "deps": deps or {}}
         self.dirty = True
+
+    def _hash(self, path: str) -> str | None:
+        if path not in self.hashes:
+            try:
+                self.hashes[path] = content_key(Path(path).read_bytes())
+            except OSError:
+                self.hashes[path] = None
+        return self.hashes[path]
 
     def save(self) -> None:
         if not self.dirty:

@@ -8,6 +8,7 @@ import os
 import re
 import sys
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 import libcst as cst
@@ -19,6 +20,7 @@ from torchlint.static import suppress
 from torchlint.static.interpret.context import FileContext
 from torchlint.static.interpret.walker import Walker
 from torchlint.static.locate import locate
+from torchlint.static.project import PROCESS_PROJECT
 from torchlint.static.rules import STATIC_RULES, Rule
 from torchlint.static.rules.base import DELETE_LINE
 
@@ -51,8 +53,13 @@ def check_text(
     path: str,
     enabled: frozenset[str],
     options: dict[str, dict[str, Any]] | None = None,
+    file: Path | None = None,
+    deps: dict[str, str] | None = None,
 ) -> list[Finding]:
-    """Findings for one file (files that never mention torch or numpy are not parsed)."""
+    """Findings for one file (files that never mention torch or numpy are not parsed).
+
+    ``file``: where the text lives, so imports of the project's own modules resolve; the modules
+    read for it are added to ``deps`` (path -> content hash)."""
     if not might_have_findings(source):
         return []
     # A CST is acyclic and dies with this call: cyclic-GC passes while it is alive only traverse it
@@ -60,13 +67,13 @@ def check_text(
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return _check_text(source, path, enabled, options)
+        return _check_text(source, path, enabled, options, file, deps)
     finally:
         if was_enabled:
             gc.enable()
 
 
-def _check_text(source, path, enabled, options) -> list[Finding]:
+def _check_text(source, path, enabled, options, file, deps) -> list[Finding]:
     file_ignored = suppress.file_ignores(source)
     if suppress.is_ignored("ALL", file_ignored):
         return []
@@ -79,7 +86,8 @@ def _check_text(source, path, enabled, options) -> list[Finding]:
     except (RecursionError, MemoryError, ValueError) as error:  # pathological input
         return [_finding(SYNTAX_ERROR, f"could not parse: {type(error).__name__}", path, (1, 1, 1, 1))]
 
-    ctx = FileContext(path=path, source=source, module=module, options=options or {})
+    ctx = FileContext(path=path, source=source, module=module, options=options or {},
+                      project=PROCESS_PROJECT if file is not None else None, file=file)
     try:
         Walker(ctx, _handlers(enabled)).run(module)
     except Exception as error:  # a rule bug must not stop the run; the tests re-raise it
@@ -87,6 +95,8 @@ def _check_text(source, path, enabled, options) -> list[Finding]:
             raise
         print(f"torchlint: internal error in {path}: {type(error).__name__}: {error}", file=sys.stderr)
         return []
+    if deps is not None:
+        deps.update(ctx.deps)
     if not ctx.pending:
         return []
 

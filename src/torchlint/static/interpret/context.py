@@ -86,6 +86,9 @@ class FileContext:
     timeline: list[Any] = field(default_factory=list)  # every logged call and mark, in file order
     memo: dict[str, Any] = field(default_factory=dict)  # analyses several rules share, computed once
     statements: dict[int, tuple[cst.SimpleStatementLine, bool]] = field(default_factory=dict)
+    project: Any = None  # static.project.Project: resolves imports of the project's own modules
+    file: Any = None  # this file's Path, when it is on disk
+    deps: dict[str, str] = field(default_factory=dict)  # project modules read: path -> content hash
     # call id -> (its statement line, whether it is alone in its block): for fixes that remove a call
 
     # -- names -------------------------------------------------------------

@@ -25,6 +25,10 @@ from torchlint.static.interpret.frames import ClassInfo, Frame, dotted, module_f
 from torchlint.static.interpret.scopes import INIT_FUNCTIONS, MODULE_SCOPE, Body, Mark, Scope
 
 Handler = Callable[[FileContext, object], None]
+# Top-level packages that are never project modules: resolving them would only cost file lookups.
+EXTERNAL_ROOTS = frozenset({"torch", "numpy", "typing", "os", "sys", "math", "collections", "functools",
+                            "dataclasses", "pathlib", "transformers", "lightning", "pytorch_lightning",
+                            "__future__", "abc", "itertools", "random", "json", "re", "logging"})
 
 
 class Walker(Expressions, Calls):
@@ -201,15 +205,37 @@ class Walker(Expressions, Calls):
                 aliases[root] = root
 
     def _import_from(self, node: cst.ImportFrom) -> None:
-        if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
+        module = dotted(node.module) if node.module is not None else None
+        level = len(node.relative)
+        bound = self._project_import(node, module, level)
+        if level or module is None or isinstance(node.names, cst.ImportStar):
             return
-        base = dotted(node.module)
         for alias in node.names:
             name = dotted(alias.name)
             local = name
             if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
                 local = alias.asname.name.value
-            self.ctx.aliases[local] = f"{base}.{name}"
+            if local not in bound:  # a name the project defines is that definition
+                self.ctx.aliases[local] = f"{module}.{name}"
+
+    def _project_import(self, node: cst.ImportFrom, module: str | None, level: int) -> set[str]:
+        """Bind what the project's own module defines (its classes, functions, aliases)."""
+        ctx = self.ctx
+        if ctx.project is None or ctx.file is None or (module or "").split(".")[0] in EXTERNAL_ROOTS:
+            return set()
+        star = isinstance(node.names, cst.ImportStar)
+        locals_of = {} if star else {
+            dotted(a.name): (a.asname.name.value if a.asname is not None and isinstance(a.asname.name, cst.Name)
+                             else dotted(a.name)) for a in node.names}
+        names = None if star else list(locals_of)
+        found = ctx.project.names(ctx.file, module, level, names, ctx.deps)
+        bound = set()
+        for name, value in found.items():
+            local = locals_of.get(name, name)
+            self.frame.env[local] = value
+            self.ctx.aliases.pop(local, None)
+            bound.add(local)
+        return bound
 
     def _decorators(self, node) -> tuple[int, bool]:
         fp16, no_grad = 0, False
