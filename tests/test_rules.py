@@ -452,6 +452,112 @@ CASES = {
         def f(x, y):
             return F.cross_entropy(x, y) + F.nll_loss(F.log_softmax(x, dim=1), y)
         """, set()),
+    "BCEWithLogitsLoss on a Sequential ending in Sigmoid, stored on self": ("""
+        import torch.nn as nn
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Sequential(nn.Linear(8, 4), nn.Sigmoid())
+                self.bce = nn.BCEWithLogitsLoss()
+            def forward(self, x, y):
+                pred = self.fc(x)
+                return self.bce(pred, y)
+        """, {("TL111", 10)}),
+    "binary_cross_entropy_with_logits on a sigmoid; clean on the logits": ("""
+        import torch
+        import torch.nn.functional as F
+        def f(z, y):
+            a = F.binary_cross_entropy_with_logits(torch.sigmoid(z), y)
+            b = F.binary_cross_entropy_with_logits(z, y)
+            return a + b
+        """, {("TL111", 5)}),
+    "nll_loss on a sigmoid": ("""
+        import torch
+        import torch.nn.functional as F
+        def f(z, y):
+            return F.nll_loss(torch.sigmoid(z), y)
+        """, {("TL111", 5)}),
+    # --- TL115 hand-written-softmax ----------------------------------------------------------
+    "exp divided by its own sum": ("""
+        import torch
+        def weights(scores):
+            e = scores.exp()
+            return e / e.sum(dim=-1, keepdim=True)
+        """, {("TL115", 4)}),
+    "segment softmax through a helper and an index": ("""
+        import torch
+        def scatter_sum(src, index, n):
+            return src.new_zeros((n,) + src.shape[1:]).index_add_(0, index, src)
+        def softmax(src, index, n):
+            out = torch.exp(src)
+            total = scatter_sum(out, index, n)
+            return out / (total[index] + 1e-16)
+        """, {("TL115", 6)}),
+    "clean: max-shifted exp, bounded scores, exp divided by something else": ("""
+        import torch
+        def a(scores):
+            e = (scores - scores.max(dim=-1, keepdim=True).values).exp()
+            return e / e.sum(dim=-1, keepdim=True)
+        def b(x):
+            e = torch.tanh(x).exp()
+            return e / e.sum()
+        def c(logvar, n):
+            return logvar.exp() / n
+        """, set()),
+    # --- TL117 relu-on-logits -----------------------------------------------------------------
+    "CrossEntropyLoss on a Sequential ending in ReLU": ("""
+        import torch.nn as nn
+        model = nn.Sequential(nn.Linear(784, 128), nn.ReLU(), nn.Linear(128, 10), nn.ReLU())
+        loss_fn = nn.CrossEntropyLoss()
+        def step(x, y):
+            return loss_fn(model(x), y)
+        """, {("TL117", 6)}),
+    "relu before binary_cross_entropy_with_logits": ("""
+        import torch
+        import torch.nn.functional as F
+        def f(z, y):
+            return F.binary_cross_entropy_with_logits(torch.relu(z), y)
+        """, {("TL117", 5)}),
+    "clean: ReLU inside the model, Linear at the end": ("""
+        import torch.nn as nn
+        model = nn.Sequential(nn.Linear(784, 128), nn.ReLU(), nn.Linear(128, 10))
+        loss_fn = nn.CrossEntropyLoss()
+        def step(x, y):
+            return loss_fn(model(x), y)
+        """, set()),
+    # --- TL118 logits-into-probability-loss ---------------------------------------------------
+    "NLLLoss on a model whose forward ends in a Linear": ("""
+        import torch.nn as nn
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.conv = nn.Conv2d(1, 8, 3)
+                self.fc = nn.Linear(8, 10)
+            def forward(self, x):
+                out = self.conv(x).mean((2, 3))
+                return self.fc(out)
+        model = Net()
+        criterion = nn.NLLLoss()
+        def step(x, y):
+            return criterion(model(x), y)
+        """, {("TL118", 14)}),
+    "binary_cross_entropy on a Linear output": ("""
+        import torch.nn as nn
+        import torch.nn.functional as F
+        head = nn.Linear(16, 1)
+        def step(h, y):
+            return F.binary_cross_entropy(head(h), y)
+        """, {("TL118", 6)}),
+    "clean: NLLLoss after log_softmax, BCELoss after sigmoid": ("""
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+        head = nn.Linear(16, 10)
+        def step(h, y, t):
+            a = nn.NLLLoss()(F.log_softmax(head(h), dim=1), y)
+            b = nn.BCELoss()(torch.sigmoid(head(h)), t)
+            return a + b
+        """, {("TL103", 8)}),
     # --- TL112 / TL113 / TL114 ------------------------------------------------------------------
     "log(x + 1), numpy": ("""
         import numpy as np

@@ -67,6 +67,7 @@ FUNCTION_OPS.update({
     "torch.nn.functional.binary_cross_entropy_with_logits": "bce_logits",
     "torch.nn.functional.cross_entropy": "cross_entropy",
     "torch.nn.functional.nll_loss": "nll_loss",
+    "torch.nn.functional.multilabel_soft_margin_loss": "multilabel_logits",
     "torch.nn.functional.normalize": "normalize",
     "torch.tanh": "tanh",
     "torch.nn.functional.tanh": "tanh",
@@ -74,9 +75,15 @@ FUNCTION_OPS.update({
 FUNCTION_OPS.update({f"torch.nn.functional.{name}": "loss" for name in (
     "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "kl_div", "poisson_nll_loss",
     "gaussian_nll_loss", "margin_ranking_loss", "hinge_embedding_loss", "cosine_embedding_loss",
-    "triplet_margin_loss", "soft_margin_loss", "multilabel_soft_margin_loss", "ctc_loss",
+    "triplet_margin_loss", "soft_margin_loss", "ctc_loss",
 )})
-LOSS_OPS = frozenset({"loss", "bce", "bce_logits", "cross_entropy", "nll_loss"})
+LOSS_OPS = frozenset({"loss", "bce", "bce_logits", "cross_entropy", "nll_loss", "multilabel_logits"})
+# Losses that apply a sigmoid / log_softmax to their input themselves: they take raw logits.
+LOGIT_LOSSES = frozenset({"bce_logits", "cross_entropy", "multilabel_logits"})
+# The description a Linear/Conv output carries (its op is "matmul", like any projection).
+LINEAR_OUTPUT = "a linear-layer output"
+# Losses that take probabilities (BCE) or log-probabilities (NLL), not raw logits.
+PROBABILITY_LOSSES = frozenset({"bce", "nll_loss"})
 # Functions that return (a view of) their first argument's values.
 FUNCTION_OPS.update({f"torch.{name}": "identity" for name in (
     "masked_fill", "squeeze", "unsqueeze", "real", "flatten", "reshape", "transpose", "permute",
@@ -142,6 +149,7 @@ MODULE_OPS: dict[str, str] = {
     "torch.nn.BCEWithLogitsLoss": "bce_logits",
     "torch.nn.CrossEntropyLoss": "cross_entropy",
     "torch.nn.NLLLoss": "nll_loss",
+    "torch.nn.MultiLabelSoftMarginLoss": "multilabel_logits",
     "torch.nn.Identity": "identity",
     "torch.nn.Dropout": "identity",
     "torch.nn.Sequential": "sequential",

@@ -184,7 +184,7 @@ class Calls:
             return argument
         if op == "linear":
             return Value(op="matmul", unbounded=True, half=module.half or argument.half or self.fp16 > 0,
-                         desc="a linear-layer output", tracked=True, node=node)
+                         desc=ops.LINEAR_OUTPUT, tracked=True, node=node)
         if op in ("sigmoid", "softmax", "log_softmax", "relu", "softplus", "tanh"):
             return apply_op(op, argument, node, [])
         if op in ops.LOSS_OPS or (module.qual or "").endswith("Loss"):

@@ -36,6 +36,9 @@ from torchlint.static.rules.tl111_softmax_before_cross_entropy import SoftmaxBef
 from torchlint.static.rules.tl112_imprecise_log1p import ImpreciseLog1p
 from torchlint.static.rules.tl113_imprecise_expm1 import ImpreciseExpm1
 from torchlint.static.rules.tl114_naive_logsumexp import NaiveLogsumexp
+from torchlint.static.rules.tl115_hand_written_softmax import HandWrittenSoftmax
+from torchlint.static.rules.tl117_relu_on_logits import ReluOnLogits
+from torchlint.static.rules.tl118_logits_into_probability_loss import LogitsIntoProbabilityLoss
 from torchlint.static.rules.tl120_high_learning_rate import HighLearningRate
 
 # Order matters only for claims within one node: rules that own a whole expression come first.
@@ -54,6 +57,9 @@ STATIC_RULES: tuple[Rule, ...] = (
     RiskyOptimizerConfig(),
     HighLearningRate(),
     SoftmaxBeforeCrossEntropy(),
+    HandWrittenSoftmax(),
+    ReluOnLogits(),
+    LogitsIntoProbabilityLoss(),
     ImpreciseExpm1(),
     DataAttribute(),
     InplaceOnSavedTensor(),
