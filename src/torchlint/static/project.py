@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 import libcst as cst
@@ -26,7 +27,12 @@ MAX_MODULE_BYTES = 2_000_000  # generated files are not summarised
 
 def find_root(file: Path) -> Path:
     """The nearest folder above ``file`` holding a project marker, else the file's folder."""
-    start = file.resolve().parent
+    return _root_of(file.resolve().parent)
+
+
+@lru_cache(maxsize=1024)
+def _root_of(start: Path) -> Path:
+    """Cached per folder: every import of every file in it asks the same question."""
     for folder in (start, *start.parents):
         if any((folder / marker).exists() for marker in ROOT_MARKERS):
             return folder

@@ -32,6 +32,11 @@ class Rule:
         """After the whole file: loop and module logs are complete (ctx.loops, ctx.module_body)."""
 
 
+def loss_input(call: CallInfo) -> cst.BaseExpression | None:
+    """The prediction a loss is given: `F.nll_loss(input, ...)`, `criterion(input, ...)`."""
+    return call.param(0, "input") if call.form == "function" else call.operand
+
+
 def spelled(ctx: FileContext, call: CallInfo, name: str) -> str | None:
     """How to write the function `name` in the same namespace as `call` (torch.log -> torch.log1p)."""
     if call.form != "function" or call.qual is None:

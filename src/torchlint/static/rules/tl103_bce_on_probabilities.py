@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from torchlint.rule import RuleInfo
 from torchlint.static.interpret.context import CallInfo, FileContext, PendingFix
-from torchlint.static.rules.base import Rule, spelled
+from torchlint.static.rules.base import Rule, loss_input, spelled
 
 
 class BceOnProbabilities(Rule):
@@ -17,7 +17,7 @@ class BceOnProbabilities(Rule):
     def on_call(self, ctx: FileContext, call: CallInfo) -> None:
         if call.op != "bce":
             return
-        prediction = call.param(0, "input") if call.form == "function" else call.operand
+        prediction = loss_input(call)
         value = ctx.value(prediction)
         if prediction is None or value.op != "sigmoid":
             return

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from torchlint.rule import RuleInfo
 from torchlint.static.interpret.context import CallInfo, FileContext
-from torchlint.static.rules.base import Rule
+from torchlint.static.rules.base import Rule, loss_input
 
 _SQUASHED = {
     "softmax": "a softmax output",
@@ -29,7 +29,7 @@ class SoftmaxBeforeCrossEntropy(Rule):
     def on_call(self, ctx: FileContext, call: CallInfo) -> None:
         if call.op not in ("cross_entropy", "nll_loss", "bce_logits", "multilabel_logits"):
             return
-        prediction = call.param(0, "input") if call.form == "function" else call.operand
+        prediction = loss_input(call)
         if prediction is None:
             return
         value = ctx.value(prediction)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from torchlint.rule import RuleInfo
 from torchlint.static.facts.ops import LOGIT_LOSSES
 from torchlint.static.interpret.context import CallInfo, FileContext
-from torchlint.static.rules.base import Rule
+from torchlint.static.rules.base import Rule, loss_input
 
 
 class ReluOnLogits(Rule):
@@ -18,7 +18,7 @@ class ReluOnLogits(Rule):
     def on_call(self, ctx: FileContext, call: CallInfo) -> None:
         if call.op not in LOGIT_LOSSES:
             return
-        prediction = call.param(0, "input") if call.form == "function" else call.operand
+        prediction = loss_input(call)
         if prediction is None or ctx.value(prediction).op != "relu":
             return
         ctx.report(

@@ -5,7 +5,7 @@ from __future__ import annotations
 from torchlint.rule import RuleInfo
 from torchlint.static.facts.ops import LINEAR_OUTPUT
 from torchlint.static.interpret.context import CallInfo, FileContext
-from torchlint.static.rules.base import Rule
+from torchlint.static.rules.base import Rule, loss_input
 
 
 class LogitsIntoProbabilityLoss(Rule):
@@ -18,7 +18,7 @@ class LogitsIntoProbabilityLoss(Rule):
     def on_call(self, ctx: FileContext, call: CallInfo) -> None:
         if call.op not in ("bce", "nll_loss"):
             return
-        prediction = call.param(0, "input") if call.form == "function" else call.operand
+        prediction = loss_input(call)
         value = ctx.value(prediction)
         if prediction is None or value.op != "matmul" or value.desc != LINEAR_OUTPUT:
             return  # `probs @ transition` mixes probabilities: only a Linear/Conv layer's raw output
