@@ -85,6 +85,7 @@ def extract(project: Project) -> Path | None:
     target = EXTRACTED / project.name
     stamp = target / ".torchlint-corpus-commit"
     if stamp.is_file() and stamp.read_text().strip() == project.commit:
+        (target / ".git").mkdir(exist_ok=True)
         return target
     source = mirror(project)
     if source is None:
@@ -120,6 +121,8 @@ def extract(project: Project) -> Path | None:
         destination.write_bytes(contents[offset:offset + size])
         offset += size + 1
     stamp.write_text(project.commit + "\n")
+    # A checkout's root holds .git: without it the project root would be found above the corpus
+    (target / ".git").mkdir(exist_ok=True)
     return target
 
 

@@ -46,6 +46,7 @@ class Value:
     workers: int | None = None  # DataLoader num_workers (0 when not given)
     checks: tuple[str, ...] = ()  # for a boolean mask: the names its comparison tests (`d > 0`)
     checked: bool = False  # the code compared this value (`if d > 0`): it handles the zero case
+    grad_off: bool = False  # a function returning torch.no_grad()/inference_mode() or wrapping with it
 
     def __post_init__(self) -> None:
         if self.zero and not self.lo <= 0 <= self.hi:

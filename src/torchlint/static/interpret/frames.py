@@ -32,12 +32,13 @@ class ClassInfo:
 
 
 class Frame:
-    __slots__ = ("env", "parent", "returns", "self_value")
+    __slots__ = ("env", "grad_off", "parent", "returns", "self_value")
 
     def __init__(self, parent: Frame | None, self_value: Value | None = None) -> None:
         self.env: dict[str, Value] = {}
         self.parent = parent
         self.returns: list[Value] = []
+        self.grad_off = False  # a return hands out grad mode off (a project no_grad decorator)
         self.self_value = self_value
 
     def lookup(self, name: str) -> Value:

@@ -192,7 +192,16 @@ class Walker(Expressions, Calls):
             self.frame.env[node.target.value] = self._arith_value(op, left, right, node.target, node.value)
 
     def _return(self, node: cst.Return) -> None:
-        self.frame.returns.append(self.expr(node.value) if node.value is not None else NOTHING)
+        value = self.expr(node.value) if node.value is not None else NOTHING
+        self.frame.returns.append(value)
+        if node.value is not None and (value.grad_off or self._mentions_grad_off(node.value)):
+            self.frame.grad_off = True
+
+    def _mentions_grad_off(self, expression) -> bool:
+        """`return torch.no_grad()`, `return (torch.inference_mode if new else torch.no_grad)()(fn)`."""
+        names = _GradNames()
+        expression.visit(names)
+        return any(self.ctx.qualify(name) in GRAD_OFF for name in names.found)
 
     def _import(self, node: cst.Import) -> None:
         aliases = self.ctx.aliases
@@ -252,12 +261,19 @@ class Walker(Expressions, Calls):
         """torch.no_grad() / torch.inference_mode() / torch.set_grad_enabled(False), called or not."""
         func = expression.func if isinstance(expression, cst.Call) else expression
         qual = self.ctx.qualify(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
-        if qual in ("torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad"):
+        if qual in GRAD_OFF:
+            return True
+        if isinstance(func, cst.Name) and self._project_grad_off(func):
             return True
         if qual == "torch.set_grad_enabled" and isinstance(expression, cst.Call) and expression.args:
             argument = expression.args[0].value
             return isinstance(argument, cst.Name) and argument.value == "False"
         return False
+
+    def _project_grad_off(self, func: cst.Name) -> bool:
+        """A decorator or context defined in the project that hands out no_grad/inference_mode."""
+        value = self.frame.lookup(func.value)
+        return value.kind == "function" and value.grad_off
 
     def _function(self, node: cst.FunctionDef, self_value: Value | None = None) -> Value:
         fp16, no_grad = self._decorators(node)
@@ -303,7 +319,7 @@ class Walker(Expressions, Calls):
             returns = frame.returns[0]
             for value in frame.returns[1:]:
                 returns = join(returns, value)
-        value = Value(kind="function", returns=returns, body=body)
+        value = Value(kind="function", returns=returns, body=body, grad_off=frame.grad_off)
         if self_value is None:
             outer.env[node.name.value] = value
         return value
@@ -488,6 +504,22 @@ class Walker(Expressions, Calls):
                     if not old.kind:
                         self.frame.env[name] = join(old, value).but(op="piecewise")
 
+
+
+GRAD_OFF = frozenset({"torch.no_grad", "torch.inference_mode", "torch.autograd.no_grad",
+                      "torch.autograd.grad_mode.no_grad", "torch.autograd.grad_mode.inference_mode"})
+
+
+class _GradNames(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.found: list[cst.BaseExpression] = []
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        self.found.append(node)
+        return False
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.found.append(node)
 
 
 def _is_data(node) -> bool:
