@@ -181,7 +181,7 @@ def test_cache_is_tagged_reused_and_invalidated(project, capsys):
 
 
 def test_cache_entry_is_invalidated_when_an_imported_module_changes(project, capsys):
-    write(project / "pyproject.toml", "[tool.torchlint]\n")
+    write(project / "pyproject.toml", "[tool.torchlint]\n[tool.torchlint.TL103]\nmode = \"always\"\n")
     write(project / "net.py", "import torch.nn as nn\nclass Net(nn.Module):\n"
           "    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(4, 1)\n"
           "    def forward(self, x):\n        return self.fc(x).sigmoid()\n")

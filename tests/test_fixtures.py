@@ -15,7 +15,8 @@ EXPECTED = {
     "numerics/adam_half_eps.py": {("TL110", 10)},
     "numerics/attention_fp16.py": {("TL107", 31), ("TL107", 38)},
     # seed 000 example 3: BCE on a model ending in Sigmoid (function and BCELoss forms); clamped form clean
-    "numerics/bce_on_sigmoid_model.py": {("TL103", 26), ("TL103", 27), ("TL103", 39)},
+    # the model's own sigmoid (lines 26, 27) is reported with TL103 mode = "always" only
+    "numerics/bce_on_sigmoid_model.py": {("TL103", 39)},
     # seed 001 example 1: -y*log(p) - (1-y)*log(1-p) on a saturating sigmoid; clamped form clean
     "numerics/handwritten_bce.py": {("TL104", 25)},
     # seed 001 example 2: param.data.uniform_(1, 10); plus normal_(std=2); data tensors and bias=1 clean
@@ -77,3 +78,13 @@ def test_every_fixture_is_covered():
     present = {p.relative_to(FIXTURES).as_posix() for p in FIXTURES.rglob("*.py")
                if not p.relative_to(FIXTURES).as_posix().startswith("real/")}  # tests/test_real_corpus.py
     assert present == set(EXPECTED)
+
+
+def test_bce_on_a_model_output_needs_the_always_mode():
+    from torchlint.api import check_source
+    from torchlint.config import settings_from_table
+
+    source = (FIXTURES / "numerics/bce_on_sigmoid_model.py").read_text()
+    settings = settings_from_table({"TL103": {"mode": "always"}})
+    assert {(f.code, f.line) for f in check_source(source, settings=settings)} == {
+        ("TL103", 26), ("TL103", 27), ("TL103", 39)}

@@ -65,3 +65,128 @@ def run_with_graphs(model, loader):
 def test_grad_off_decorators_and_contexts_defined_in_the_project(tmp_path):
     root = make(tmp_path, {"pkg/__init__.py": "", "pkg/utils.py": UTILS, "pkg/val.py": VALIDATE})
     assert found(root) == [("val.py", "TL306", 22)]
+
+
+CALLERS = """
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 4)
+
+    def forward(self, x):
+        return F.relu(self.fc(x))
+
+
+def train(loader, model, loss_fn, optimizer):
+    for x, y in loader:
+        loss = loss_fn(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+
+
+def entropy(p):
+    return -(p * torch.log(p)).sum()
+
+
+model = Net()
+train([], model, nn.CrossEntropyLoss(), torch.optim.SGD(model.parameters(), lr=0.1))
+print(entropy(torch.softmax(torch.randn(4), 0)))
+"""
+
+
+def test_parameters_get_what_every_call_in_the_file_passes(tmp_path):
+    root = make(tmp_path, {"train.py": CALLERS})
+    # TL117: the model passed to train() ends in a ReLU; TL102: entropy() is given a softmax
+    assert found(root) == [("train.py", "TL102", 25), ("train.py", "TL117", 18)]
+
+
+DISAGREEING = """
+import torch
+
+
+def entropy(p):
+    return -(p * torch.log(p)).sum()
+
+
+def uses(logits, counts):
+    a = entropy(torch.softmax(logits, 0))
+    b = entropy(counts.float() + 1)
+    return a + b
+"""
+
+
+def test_callers_that_disagree_leave_the_parameter_unknown(tmp_path):
+    assert found(make(tmp_path, {"m.py": DISAGREEING})) == []
+
+
+HOLDER = """
+import torch
+
+
+def train(module, loader, optimizer):
+    outputs = []
+    for batch in loader:
+        optimizer.zero_grad()
+        output = module.training_step(batch)
+        output["loss"].backward()
+        optimizer.step()
+        outputs.append(output)
+    return outputs
+
+
+def train_detached(module, loader, optimizer):
+    outputs = []
+    for batch in loader:
+        optimizer.zero_grad()
+        output = module.training_step(batch)
+        output["loss"].backward()
+        optimizer.step()
+        output["loss"] = output["loss"].detach()
+        outputs.append(output)
+    return outputs
+"""
+
+
+def test_an_object_holding_the_differentiated_loss_kept_across_steps(tmp_path):
+    assert found(make(tmp_path, {"loop.py": HOLDER})) == [("loop.py", "TL402", 12)]
+
+
+METHODS = """
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.head = nn.Sequential(nn.Linear(8, 4), nn.ReLU())
+
+    def forward(self, x):
+        return self.head(x)
+
+
+class Trainer:
+    def fit(self, module: Net, loader):
+        optimizer = torch.optim.SGD(module.parameters(), lr=0.1)
+        for epoch in range(10):
+            self.train(loader, module, optimizer)
+
+    def train(self, loader, module, optimizer):
+        for x, y in loader:
+            optimizer.zero_grad()
+            loss = F.cross_entropy(module(x), y)
+            loss.backward()
+            optimizer.step()
+"""
+
+
+def test_annotated_parameters_and_calls_through_self_reach_helper_methods(tmp_path):
+    # train() gets `module` from fit(), whose annotation names the project's Net class
+    assert found(make(tmp_path, {"trainer.py": METHODS})) == [("trainer.py", "TL117", 25)]

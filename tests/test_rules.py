@@ -151,14 +151,14 @@ CASES = {
             def step(self, x, y):
                 return self.criterion(self.model(x), y)
         """, {("TL103", 8)}),
-    "bce on the output of a function returning sigmoid": ("""
+    "clean by default: bce on the output of another function returning sigmoid": ("""
         import torch
         from torch.nn.functional import binary_cross_entropy
         def predict(w, x):
             return torch.sigmoid(x @ w)
         def loss(w, x, y):
             return binary_cross_entropy(predict(w, x), y)
-        """, {("TL103", 7)}),
+        """, set()),
     "clean: bce with logits, clamped probabilities, unknown input": ("""
         import torch
         import torch.nn.functional as F

@@ -17,6 +17,7 @@ from torchlint.catalog import SYNTAX_ERROR
 from torchlint.finding import Edit, Finding, Fix
 from torchlint.rule import RuleInfo
 from torchlint.static import suppress
+from torchlint.static.interpret import callsites
 from torchlint.static.interpret.context import FileContext
 from torchlint.static.interpret.walker import Walker
 from torchlint.static.locate import locate
@@ -86,10 +87,8 @@ def _check_text(source, path, enabled, options, file, deps) -> list[Finding]:
     except (RecursionError, MemoryError, ValueError) as error:  # pathological input
         return [_finding(SYNTAX_ERROR, f"could not parse: {type(error).__name__}", path, (1, 1, 1, 1))]
 
-    ctx = FileContext(path=path, source=source, module=module, options=options or {},
-                      project=PROCESS_PROJECT if file is not None else None, file=file)
     try:
-        Walker(ctx, _handlers(enabled)).run(module)
+        ctx = _walk(module, path, source, options, file, _handlers(enabled))
     except Exception as error:  # a rule bug must not stop the run; the tests re-raise it
         if os.environ.get("TORCHLINT_STRICT"):
             raise
@@ -128,6 +127,23 @@ def _check_text(source, path, enabled, options, file, deps) -> list[Finding]:
         findings.append(_finding(pending.rule, pending.message, path, span, fix))
     findings.sort(key=lambda f: f.sort_key)
     return findings
+
+
+def _walk(module, path, source, options, file, handlers) -> FileContext:
+    """Walk with the rules; walk again while calls in the file teach parameters something new."""
+    facts: dict = {}
+    seen = callsites.signature(facts)
+    for _ in range(callsites.MAX_WALKS):
+        ctx = FileContext(path=path, source=source, module=module, options=options or {},
+                          project=PROCESS_PROJECT if file is not None else None, file=file,
+                          call_sites=callsites.CallSites(), param_facts=facts)
+        Walker(ctx, handlers).run(module)
+        facts = ctx.call_sites.facts()
+        now = callsites.signature(facts)
+        if now == seen:
+            break
+        seen = now
+    return ctx
 
 
 def _edit(span, text: str) -> Edit:

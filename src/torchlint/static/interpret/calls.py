@@ -53,13 +53,20 @@ class Calls:
             info.form = "local"
 
         values = []
+        keywords: dict[str, Value] = {}
+        star = False
         for arg in node.args:
             value = self.expr(arg.value)
             if arg.keyword is not None:
                 info.kwargs[arg.keyword.value] = arg.value
+                keywords[arg.keyword.value] = value
             elif not arg.star:
                 info.args.append(arg.value)
                 values.append(value)
+            else:
+                star = True
+        if info.form == "local" and ctx.call_sites is not None:
+            ctx.call_sites.record(info.callee, isinstance(func, cst.Attribute), values, keywords, star)
 
         if info.op == "where":
             _claim_where_guarded(ctx, node)

@@ -295,11 +295,12 @@ class Walker(Expressions, Calls):
         outer = self.frame
         frame = Frame(outer if outer.self_value is None else module_frame(outer))
         params = params_of(node.params)
+        facts = self.ctx.param_facts.get(id(node), {})
         for index, param in enumerate(params):
             if index == 0 and self_value is not None:
                 frame.env[param.name.value] = self_value
             else:
-                frame.env[param.name.value] = Value()
+                frame.env[param.name.value] = facts.get(param.name.value) or self._annotated(param)
         self.frame = frame
         self.fp16 += fp16
         outer_scope = self.scope
@@ -323,6 +324,15 @@ class Walker(Expressions, Calls):
         if self_value is None:
             outer.env[node.name.value] = value
         return value
+
+    def _annotated(self, param: cst.Param) -> Value:
+        """`module: ModelWrapper` names a class the project defines: the parameter is an instance."""
+        annotation = param.annotation.annotation if param.annotation is not None else None
+        if isinstance(annotation, cst.Name):
+            known = self.frame.lookup(annotation.value)
+            if known.kind == "class" and known.cls is not None:
+                return Value(kind="instance", cls=known.cls, qual=known.qual)
+        return Value()
 
     def _class(self, node: cst.ClassDef) -> None:
         self._decorators(node)

@@ -12,6 +12,7 @@ class BceOnProbabilities(Rule):
         "TL103", "bce-on-probabilities", "warning",
         "BCE on sigmoid outputs saturates; feed logits to binary_cross_entropy_with_logits.",
         fixable=True, tags=("numerics", "nan", "loss"),
+        options={"mode": "local", "mode:choices": ("local", "always")},
     )
 
     def on_call(self, ctx: FileContext, call: CallInfo) -> None:
@@ -21,6 +22,8 @@ class BceOnProbabilities(Rule):
         value = ctx.value(prediction)
         if prediction is None or value.op != "sigmoid":
             return
+        if ctx.option(self.info, "mode") == "local" and not _same_function(ctx, call, value.node):
+            return  # a model whose forward ends in a sigmoid: its output is part of its interface
         where = "BCELoss" if call.form == "module" else "binary_cross_entropy"
         message = (
             f"`{ctx.code(call.node)}`: `{ctx.code(prediction, 40)}` is {value.desc}; {where} on "
@@ -28,6 +31,12 @@ class BceOnProbabilities(Rule):
             "binary_cross_entropy_with_logits / BCEWithLogitsLoss"
         )
         ctx.report(self.info, call.node, message, _fix(ctx, call, prediction, value.node))
+
+
+def _same_function(ctx: FileContext, call: CallInfo, producer_node) -> bool:
+    """The sigmoid is applied next to the loss, where dropping it changes nothing else."""
+    producer = ctx.call(producer_node)
+    return producer is not None and producer.scope.function == call.scope.function
 
 
 def _fix(ctx: FileContext, call: CallInfo, prediction, producer_node) -> PendingFix | None:

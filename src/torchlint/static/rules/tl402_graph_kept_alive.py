@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from torchlint.rule import RuleInfo
@@ -29,6 +31,7 @@ class GraphKeptAlive(Rule):
                          and isinstance(e, CallInfo) and e.receiver is not None}
             if not receivers:
                 continue  # summing losses inside one forward (multi-task, per-codebook) is fine
+            holders = _holders(ctx, loop, receivers)
             for entry in loop.entries:
                 target = None
                 if isinstance(entry, Mark) and entry.kind == "accumulate" and isinstance(entry.node.operator, cst.AddAssign):
@@ -41,7 +44,15 @@ class GraphKeptAlive(Rule):
                 value = ctx.value(target)
                 if value.tracked is False:
                     continue  # `.item()`, `.detach()` inside a called function: no graph to keep
-                if value.op in LOSS_OPS or value.op == "matmul" or ctx.shape(target) in receivers:
+                shape = ctx.shape(target)
+                if shape in holders:
+                    ctx.report(
+                        self.info, node,
+                        f"`{ctx.code(node)}` keeps `{ctx.code(target, 30)}`, which holds `{holders[shape]}` with "
+                        f"its autograd graph: memory grows every step. Store `{holders[shape]}.detach()` (or "
+                        "`.item()`) in it first, or keep only the numbers you need",
+                    )
+                elif value.op in LOSS_OPS or value.op == "matmul" or shape in receivers:
                     ctx.report(
                         self.info, node,
                         f"`{ctx.code(node)}` keeps `{ctx.code(target, 30)}` as a tensor that still carries its "
@@ -49,6 +60,23 @@ class GraphKeptAlive(Rule):
                         + (f"`{ctx.code(target, 30)}.detach()` (or `.detach().cpu()`)" if value.op == "matmul"
                            else f"`{ctx.code(target, 30)}.item()`"),
                     )
+
+
+def _holders(ctx: FileContext, loop, receivers: set[str]) -> dict[str, str]:
+    """`out` for `out["loss"].backward()` / `out.loss.backward()`: the object holding the loss,
+    unless the loop puts something else (a detached copy) in that slot."""
+    found: dict[str, str] = {}
+    compact = None
+    for receiver in receivers:
+        match = re.fullmatch(r"([A-Za-z_]\w*)(\[[^\]]+\]|\.\w+)", receiver)
+        if match is None:
+            continue
+        if compact is None:
+            compact = "".join(ctx.exact_code(loop.node).split())
+        if re.search(re.escape(receiver) + r"=(?!=)", compact):
+            continue
+        found[match.group(1)] = receiver
+    return found
 
 
 def _cuts_graph(ctx: FileContext, node) -> bool:

@@ -1,0 +1,88 @@
+"""Call-site facts: a function's parameters get what the file's own calls pass them.
+
+The first walk records, for every call that resolves to a function, method or class defined in
+the file (``train(loader, model)``, ``self.step(batch)``, ``Net(4)``, ``model(x)`` -> ``forward``),
+the values of its arguments. A parameter's fact is the join over those calls, so it is known only
+where every recorded call agrees (a call with ``*args``/``**kwargs`` makes everything unknown); a
+function never called in the file keeps unknown parameters. When some parameter gained a fact,
+the file is walked again with the facts bound; a second round follows chains one call deeper.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import libcst as cst
+
+from torchlint.static.facts.values import NOTHING, Value, join
+from torchlint.static.interpret.frames import params_of
+from torchlint.static.interpret.scopes import Body
+
+MAX_WALKS = 3  # the first walk and at most two re-walks with parameter facts
+
+
+class CallSites:
+    """Arguments seen at the calls of the file's own functions, by function node."""
+
+    __slots__ = ("calls",)
+
+    def __init__(self) -> None:
+        self.calls: dict[int, tuple[cst.FunctionDef, list[tuple]]] = {}
+
+    def record(self, callee: Value, bound: bool, args: list[Value], kwargs: dict[str, Value],
+               star: bool) -> None:
+        target = callee
+        if callee.kind == "class" and callee.cls is not None:
+            target, bound = callee.cls.methods.get("__init__", NOTHING), True
+        elif callee.kind == "instance" and callee.cls is not None:
+            target = callee.cls.methods.get("forward") or callee.cls.methods.get("__call__") or NOTHING
+            bound = True
+        if target.kind != "function" or not isinstance(target.body, Body):
+            return
+        node = target.body.node
+        if not isinstance(node, cst.FunctionDef):
+            return
+        entry = self.calls.setdefault(id(node), (node, []))
+        entry[1].append((bound, tuple(args), dict(kwargs), star))
+
+    def facts(self) -> dict[int, dict[str, Value]]:
+        """Per function node, the parameters every recorded call gives an informative value."""
+        result: dict[int, dict[str, Value]] = {}
+        for key, (node, calls) in self.calls.items():
+            params = node.params
+            positional = [p.name.value for p in (*params.posonly_params, *params.params)]
+            named = {p.name.value for p in params_of(params)}
+            joined: dict[str, Value] = {}
+            for index, (bound, args, kwargs, star) in enumerate(calls):
+                names = positional[1:] if bound else positional
+                passed: dict[str, Value] = {}
+                if not star:
+                    passed.update(zip(names, args, strict=False))
+                    passed.update((k, v) for k, v in kwargs.items() if k in named)
+                for name in named:
+                    value = passed.get(name, NOTHING)
+                    joined[name] = value if index == 0 else join(joined[name], value)
+            known = {name: value for name, value in joined.items() if informative(value)}
+            if known:
+                result[key] = known
+        return result
+
+
+def informative(value: Value) -> bool:
+    """Something a rule can use: a class instance, a function, a tensor op's result, a probability.
+
+    Plain numbers (``lr=1e-3``, ``eps=1e-8``) are left out: they rarely decide a finding and
+    would make most files walk twice."""
+    if value.kind:
+        return value.kind in ("instance", "class", "function", "module") and (
+            value.cls is not None or value.qual is not None or value.returns is not None)
+    if value.op == "const" or value.op is None:
+        return value.tracked is True or value.prob or value.half  # plain numbers: not worth a re-walk
+    return True
+
+
+def signature(facts: dict[int, dict[str, Value]]) -> Any:
+    """A cheap comparable form of the facts: did a re-walk learn anything new?"""
+    return sorted(
+        (key, name, v.kind, v.op, v.prob, v.zero, v.tracked, v.lo, v.hi, v.qual, id(v.cls), v.desc)
+        for key, params in facts.items() for name, v in params.items())
