@@ -218,3 +218,14 @@ def test_notebook_imports_the_projects_modules(project, capsys):
                                                "p = head(torch.randn(2, 2))\nl = torch.log(p)\n"))
     out = run(["nb.ipynb", "--no-cache", "--output-format", "json"], capsys)[1]
     assert [(f["code"], f["cell"], f["location"]["row"]) for f in json.loads(out)] == [("TL102", 2, 2)]
+
+
+def test_damaged_notebooks_and_odd_cells_never_crash():
+    all_rules = Settings(select=["ALL"])
+    text = notebook(SETUP + "%time x = 1\n", DEFINE, "s = '''\n!x\n'''\n?probs\n", MISUSE, "%%bash\nls\n")
+    for cut in range(0, len(text), 23):  # truncated files: TL002 at the place the JSON breaks
+        findings = check_source(text[:cut], "nb.ipynb", all_rules)
+        assert all(f.code == "TL002" for f in findings)
+    for line in ["!", "%", "?", "%%", "x = !", "%time", "%time -n", "a = (!ls", "\\", "'''", "#?", "x?  # ?"]:
+        check_source(notebook(SETUP, line, MISUSE), "nb.ipynb", all_rules)
+        assert neutralise(line + "\n").text.count("\n") == 1
