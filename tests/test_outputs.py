@@ -65,7 +65,8 @@ def test_json_is_a_stable_list(project, capsys):
     assert [f["code"] for f in data] == ["TL102", "TL106"]
     first = data[0]
     assert set(first) == {"code", "name", "severity", "message", "filename", "location", "end_location",
-                          "help", "url", "fix", "depths"}
+                          "help", "url", "fix", "depths", "cell"}
+    assert first["cell"] is None
     assert first["location"] == {"row": 5, "column": 12}
     assert first["message"].startswith("`torch.log(torch.softmax(h, -1))`: `torch.softmax(h, -1)` is a softmax output")
     assert first["fix"]["applicability"] == "safe"

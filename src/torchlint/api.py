@@ -12,16 +12,18 @@ from torchlint.config import Settings
 from torchlint.finding import FileResult, Finding
 from torchlint.static.cache import Cache, content_key
 from torchlint.static.discovery import discover, relative_to_root
-from torchlint.static.engine import check_text, might_have_findings
+from torchlint.static.engine import might_have_findings
+from torchlint.static.notebook import is_notebook
+from torchlint.static.notebook_check import check_any
 from torchlint.static.suppress import is_ignored
 
 POOL_THRESHOLD = 8  # fewer files than this to parse: a process pool costs more than it saves
 
 
 def check_source(source: str, path: str = "<string>", settings: Settings | None = None) -> list[Finding]:
-    """Lint one file's text."""
+    """Lint one file's text; a path ending in .ipynb reads it as a notebook's JSON."""
     settings = settings or Settings()
-    findings = check_text(source, path, settings.enabled(), settings.options)
+    findings = check_any(source, path, settings.enabled(), settings.options)
     return _apply_per_file_ignores(findings, path, settings)
 
 
@@ -68,7 +70,7 @@ def check_files(
         except UnicodeDecodeError as error:
             results[index] = _unreadable(display, f"not valid UTF-8 ({error.reason} at byte {error.start})", enabled)
             continue
-        if not might_have_findings(text):
+        if not is_notebook(display) and not might_have_findings(text):  # a notebook is read as JSON first
             results[index] = FileResult(display, [])
             if store is not None:
                 store.put(key, [])
@@ -102,7 +104,7 @@ def check_files(
 def _check_one(job):
     text, path, enabled, options, file = job
     deps: dict[str, str] = {}
-    findings = check_text(text, path, enabled, options, file=file, deps=deps)
+    findings = check_any(text, path, enabled, options, file=file, deps=deps)
     return findings, deps
 
 

@@ -31,7 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", parser_class=_Parser)
 
     check = sub.add_parser("check", help="lint files and directories (the default command)")
-    check.add_argument("paths", nargs="*", default=["."], help="files or directories (default: .)")
+    check.add_argument("paths", nargs="*", help="files or directories (default: .); - reads stdin")
     check.add_argument("--select", type=_codes, help="codes or prefixes to enable (replaces the default set); ALL for every rule")
     check.add_argument("--extend-select", type=_codes, default=[], help="codes or prefixes to enable on top")
     check.add_argument("--ignore", type=_codes, default=[], help="codes or prefixes to disable")
@@ -47,6 +47,8 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--diff", action="store_true", help="print the fixes as a diff; write nothing")
     check.add_argument("--force-exclude", action="store_true",
                        help="apply exclude to files named on the command line too (for pre-commit)")
+    check.add_argument("--stdin-filename", metavar="PATH", help="read stdin as this file: exclude, per-file-ignores "
+                       "and the notebook format (.ipynb) apply by this name")
 
     trace = sub.add_parser("trace", help="trace a model with torch.fx: symbolic shapes per layer, shape errors")
     trace.add_argument("target", help="model.py:Net, package.module:Net, or a factory function")
@@ -122,8 +124,10 @@ def main(argv: list[str] | None = None) -> int:
 def _settings(args: argparse.Namespace) -> Settings:
     if args.config is not None and not args.config.is_file():
         raise ConfigError(f"config file not found: {args.config}")
-    start = Path(args.paths[0]) if args.paths else Path.cwd()
-    settings = load_settings(args.config, start if start.exists() else Path.cwd())
+    start = Path(args.stdin_filename or args.paths[0]) if args.stdin_filename or args.paths else Path.cwd()
+    if not start.exists():
+        start = start.parent if start.parent.exists() else Path.cwd()
+    settings = load_settings(args.config, start)
     if args.select is not None:
         settings.select = args.select
     settings.extend_select += args.extend_select
@@ -138,6 +142,13 @@ def _check(args: argparse.Namespace) -> int:
 
     if args.jobs < 1:
         raise ConfigError("--jobs must be at least 1")
+    if "-" in args.paths or args.stdin_filename is not None:
+        if args.paths not in ([], ["-"]):
+            raise ConfigError("stdin (- or --stdin-filename) cannot be combined with other paths")
+        from torchlint.stdin import check_stdin
+
+        return check_stdin(args, _settings(args), _emit)
+    args.paths = args.paths or ["."]
     missing = [p for p in args.paths if not os.path.exists(p)]
     if missing:
         raise ConfigError(f"path not found: {missing[0]}")
@@ -175,8 +186,9 @@ def _apply_fixes(results, settings: Settings, args: argparse.Namespace) -> int:
     """Fix (or diff) each file that has an applicable fix; results get the findings that remain."""
     from dataclasses import replace
 
-    from torchlint.fix import applicable, fix_source, unified_diff
+    from torchlint.fix import applicable
     from torchlint.static.discovery import relative_to_root
+    from torchlint.static.notebook_check import diff_any, fix_any
 
     changed = fixed = 0
     for result in results:
@@ -188,13 +200,13 @@ def _apply_fixes(results, settings: Settings, args: argparse.Namespace) -> int:
         except (OSError, UnicodeDecodeError):
             continue
         local = replace(settings, ignore=settings.ignore + settings.ignored_for(relative_to_root(path, settings)))
-        outcome = fix_source(before, result.path, local, unsafe=args.unsafe_fixes)
+        outcome = fix_any(before, result.path, local, unsafe=args.unsafe_fixes)
         if outcome.source == before:
             continue
         changed += 1
         fixed += outcome.fixed
         if args.diff:
-            sys.stdout.write(unified_diff(result.path, before, outcome.source))
+            sys.stdout.write(diff_any(result.path, before, outcome.source))
             continue
         try:
             path.write_bytes(outcome.source.encode("utf-8"))

@@ -18,7 +18,9 @@ else:  # pragma: no cover
 from torchlint.catalog import ENGINE_RULES, all_rules
 from torchlint.rule import RuleInfo
 
-KNOWN_KEYS = {"select", "ignore", "extend-select", "per-file-ignores", "exclude", "extend-exclude"}
+KNOWN_KEYS = {"select", "ignore", "extend-select", "per-file-ignores", "exclude", "extend-exclude", "include",
+              "extend-include"}
+DEFAULT_INCLUDE = ("*.py", "*.pyi", "*.ipynb")
 DEFAULT_EXCLUDE = (
     ".git", ".hg", ".svn", ".venv", "venv", ".env", "env", "__pypackages__", "build", "dist",
     "node_modules", ".tox", ".nox", ".mypy_cache", ".ruff_cache", ".pytest_cache",
@@ -38,6 +40,7 @@ class Settings:
     ignore: list[str] = field(default_factory=list)
     per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
     exclude: list[str] = field(default_factory=list)
+    include: list[str] = field(default_factory=lambda: list(DEFAULT_INCLUDE))  # files found in directories
     options: dict[str, dict[str, Any]] = field(default_factory=dict)
     source: Path | None = None  # the config file, when one was read
 
@@ -144,6 +147,10 @@ def settings_from_table(table: dict[str, Any], path: Path | None = None) -> Sett
             settings.ignore = list(value)
         elif key == "extend-select":
             settings.extend_select = list(value)
+        elif key == "include":
+            settings.include = list(value) + settings.include[len(DEFAULT_INCLUDE):]
+        elif key == "extend-include":
+            settings.include.extend(value)
         else:
             settings.exclude.extend(value)
     settings.validate()

@@ -40,10 +40,19 @@ class Finding:
     help: str = ""
     fix: Fix | None = None
     depths: tuple[str, ...] = ("static",)
+    # Notebooks: the 1-based cell (line and column are then within the cell, and so are the fix's
+    # edits) and the same span as (line, column, end line, end column) of the raw .ipynb text.
+    cell: int | None = None
+    notebook_span: tuple[int, int, int, int] | None = None
 
     @property
     def sort_key(self) -> tuple[Any, ...]:
-        return (self.path, self.line, self.column, self.code)
+        return (self.path, self.cell or 0, self.line, self.column, self.code)
+
+    @property
+    def file_span(self) -> tuple[int, int, int, int]:
+        """Where the finding lies in the file as stored (the raw .ipynb text for a notebook)."""
+        return self.notebook_span or (self.line, self.column, self.end_line, self.end_column)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -59,6 +68,8 @@ class Finding:
         if fix is not None:
             fix = Fix(fix["message"], fix["applicability"], tuple(Edit(**e) for e in fix["edits"]))
         data["depths"] = tuple(data.get("depths", ("static",)))
+        if data.get("notebook_span") is not None:
+            data["notebook_span"] = tuple(data["notebook_span"])
         return cls(fix=fix, **data)
 
     def with_path(self, path: str) -> Finding:

@@ -25,6 +25,22 @@ def applicable(finding: Finding, unsafe: bool) -> bool:
         finding.fix.applicability == "safe" or unsafe)
 
 
+def choose(findings: list[Finding], unsafe: bool) -> list[Finding]:
+    """The findings whose fixes one pass applies: in order, none overlapping an earlier one."""
+    chosen: list[Finding] = []
+    taken: list[tuple[tuple[int, int, int], tuple[int, int, int]]] = []
+    for finding in findings:
+        if not applicable(finding, unsafe):
+            continue
+        cell = finding.cell or 0  # a notebook's edits are within their cell
+        spans = [((cell, e.line, e.column), (cell, e.end_line, e.end_column)) for e in finding.fix.edits]
+        if any(start < other_end and other_start < end for start, end in spans for other_start, other_end in taken):
+            continue  # overlaps an edit of this pass: the next pass re-checks it
+        taken.extend(spans)
+        chosen.append(finding)
+    return chosen
+
+
 def apply_edits(source: str, edits: list[Edit]) -> str:
     """Replace (line, column) ranges, last first; the caller ensures they do not overlap."""
     starts = [0]
@@ -49,27 +65,16 @@ def fix_source(source: str, path: str, settings: Settings, unsafe: bool = False)
     fixed = 0
     for _ in range(MAX_PASSES):
         findings = check_text(source, path, enabled, options)
-        chosen: list[Edit] = []
-        this_pass = 0
-        taken: list[tuple[tuple[int, int], tuple[int, int]]] = []
-        for finding in findings:
-            if not applicable(finding, unsafe):
-                continue
-            spans = [((e.line, e.column), (e.end_line, e.end_column)) for e in finding.fix.edits]
-            if any(start < other_end and other_start < end for start, end in spans for other_start, other_end in taken):
-                continue  # overlaps an edit of this pass: the next pass re-checks it
-            taken.extend(spans)
-            chosen.extend(finding.fix.edits)
-            this_pass += 1
+        chosen = choose(findings, unsafe)
         if not chosen:
             return FixResult(source, fixed, findings)
-        candidate = apply_edits(source, chosen)
+        candidate = apply_edits(source, [e for f in chosen for e in f.fix.edits])
         try:
             ast.parse(candidate)
         except SyntaxError:  # never write code that does not parse
             return FixResult(source, fixed, findings)
         source = candidate
-        fixed += this_pass
+        fixed += len(chosen)
     findings = check_text(source, path, enabled, options)
     return FixResult(source, fixed, findings)
 

@@ -18,13 +18,15 @@ def escape_property(text: str) -> str:
 def render_github(findings: list[Finding], **_: object) -> str:
     lines = []
     for f in findings:
+        line, column, end_line, end_column = f.file_span  # in a notebook: where the raw .ipynb holds it
+        cell = f"cell {f.cell}: " if f.cell is not None else ""
         properties = ",".join([
             f"file={escape_property(f.path)}",
-            f"line={f.line}",
-            f"col={f.column}",
-            f"endLine={f.end_line}",
-            f"endColumn={f.end_column}",
+            f"line={line}",
+            f"col={column}",
+            f"endLine={end_line}",
+            f"endColumn={end_column}",
             f"title={escape_property(f'{f.code} ({f.name})')}",
         ])
-        lines.append(f"::{_LEVEL.get(f.severity, 'warning')} {properties}::{escape_data(f'{f.code} {f.message}')}")
+        lines.append(f"::{_LEVEL.get(f.severity, 'warning')} {properties}::{escape_data(f'{f.code} {cell}{f.message}')}")
     return "\n".join(lines) + ("\n" if lines else "")

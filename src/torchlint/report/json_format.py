@@ -29,6 +29,7 @@ def finding_json(finding: Finding) -> dict:
         "severity": finding.severity,
         "message": finding.message,
         "filename": finding.path,
+        "cell": finding.cell,
         "location": {"row": finding.line, "column": finding.column},
         "end_location": {"row": finding.end_line, "column": finding.end_column},
         "help": finding.help,

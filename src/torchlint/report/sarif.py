@@ -12,6 +12,7 @@ from urllib.parse import quote
 from torchlint import __version__
 from torchlint.catalog import all_rules, doc_sections, rule_doc
 from torchlint.finding import Finding
+from torchlint.report.source import SourceLines
 from torchlint.rule import RuleInfo
 
 SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
@@ -51,14 +52,9 @@ def _rule(info: RuleInfo) -> dict:
     }
 
 
-def _line_hash(path: str, line: int, cache: dict[str, list[str]]) -> str:
-    if path not in cache:
-        try:
-            cache[path] = Path(path).read_text(encoding="utf-8").splitlines()
-        except (OSError, UnicodeDecodeError):
-            cache[path] = []
-    lines = cache[path]
-    text = lines[line - 1] if 0 < line <= len(lines) else ""
+def _line_hash(finding: Finding, lines: SourceLines) -> str:
+    """Of the source line without whitespace (in a notebook: the cell's line, not the JSON's)."""
+    text = lines.line(finding) or ""
     return hashlib.blake2b("".join(text.split()).encode(), digest_size=8).hexdigest()
 
 
@@ -66,16 +62,17 @@ def _region(line: int, column: int, end_line: int, end_column: int) -> dict:
     return {"startLine": line, "startColumn": column, "endLine": end_line, "endColumn": max(end_column, column)}
 
 
-def render_sarif(findings: list[Finding], *, root: str | None = None, **_: object) -> str:
+def render_sarif(findings: list[Finding], *, root: str | None = None, sources: dict[str, str] | None = None,
+                 **_: object) -> str:
     base = Path(root or os.getcwd()).resolve()
     rules = all_rules()
     index = {info.code: i for i, info in enumerate(rules)}
-    sources: dict[str, list[str]] = {}
+    lines = SourceLines(sources)
     occurrences: Counter[tuple[str, str, str]] = Counter()
     results = []
     for f in findings:
         uri, relative = _uri(f.path, base)
-        line_hash = _line_hash(f.path, f.line, sources)
+        line_hash = _line_hash(f, lines)
         occurrences[(f.path, f.code, line_hash)] += 1
         result: dict = {
             "ruleId": f.code,
@@ -85,7 +82,7 @@ def render_sarif(findings: list[Finding], *, root: str | None = None, **_: objec
             "locations": [{
                 "physicalLocation": {
                     "artifactLocation": _location(uri, relative),
-                    "region": _region(f.line, f.column, f.end_line, f.end_column),
+                    "region": _region(*f.file_span),  # in a notebook: the raw .ipynb text
                 }
             }],
             "partialFingerprints": {
@@ -93,7 +90,9 @@ def render_sarif(findings: list[Finding], *, root: str | None = None, **_: objec
             },
             "properties": {"depths": list(f.depths)},
         }
-        if f.fix is not None:
+        if f.cell is not None:
+            result["properties"].update(cell=f.cell, cellLine=f.line, cellColumn=f.column)
+        if f.fix is not None and f.cell is None:  # a cell's edits are not edits of the JSON text
             result["fixes"] = [{
                 "description": {"text": f"{f.fix.message} ({f.fix.applicability})"},
                 "artifactChanges": [{

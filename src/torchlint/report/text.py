@@ -4,19 +4,9 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from pathlib import Path
 
 from torchlint.finding import Finding
-
-
-def _source_line(path: str, line: int, cache: dict[str, list[str]]) -> str | None:
-    if path not in cache:
-        try:
-            cache[path] = Path(path).read_text(encoding="utf-8").splitlines()
-        except (OSError, UnicodeDecodeError):
-            cache[path] = []
-    lines = cache[path]
-    return lines[line - 1] if 0 < line <= len(lines) else None
+from torchlint.report.source import SourceLines, location
 
 
 def display_path(path: str) -> str:
@@ -28,7 +18,8 @@ def display_path(path: str) -> str:
     return path if relative.startswith("..") else relative
 
 
-def render_text(findings: list[Finding], *, statistics: bool = False, color: bool = False, **_: object) -> str:
+def render_text(findings: list[Finding], *, statistics: bool = False, color: bool = False,
+                sources: dict[str, str] | None = None, **_: object) -> str:
     bold, red, cyan, reset = ("\033[1m", "\033[31m", "\033[36m", "\033[0m") if color else ("",) * 4
     out: list[str] = []
     if statistics:
@@ -38,12 +29,12 @@ def render_text(findings: list[Finding], *, statistics: bool = False, color: boo
             marker = "[*]" if fixable[code] else "   "
             out.append(f"{count:>5}\t{code}\t{marker} {name}")
         return "\n".join(out) + ("\n" if out else "")
-    sources: dict[str, list[str]] = {}
+    lines = SourceLines(sources)
     for finding in findings:
         marker = " [*]" if finding.fix is not None and finding.fix.applicability == "safe" else ""
-        out.append(f"{bold}{finding.path}:{finding.line}:{finding.column}:{reset} "
+        out.append(f"{bold}{location(finding)}:{reset} "
                    f"{red}{finding.code}{reset}{marker} {finding.message}")
-        text = _source_line(finding.path, finding.line, sources)
+        text = lines.line(finding)
         if text is not None and text.strip():
             number = str(finding.line)
             width = max(1, (finding.end_column - finding.column) if finding.end_line == finding.line

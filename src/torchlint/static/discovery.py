@@ -1,4 +1,4 @@
-"""Which files to lint: walk directories, skip VCS/venv/build folders and `exclude` globs."""
+"""Which files to lint: walk directories for `include` globs, skip VCS/venv/build folders and `exclude` globs."""
 
 from __future__ import annotations
 
@@ -6,8 +6,6 @@ import os
 from pathlib import Path
 
 from torchlint.config import DEFAULT_EXCLUDE, Settings, path_matches
-
-PYTHON_SUFFIXES = (".py", ".pyi")
 
 
 def relative_to_root(path: Path, settings: Settings) -> str:
@@ -26,6 +24,27 @@ def _excluded(path: Path, settings: Settings) -> bool:
     return any(path_matches(relative, pattern) for pattern in settings.exclude)
 
 
+def excluded(path: Path, settings: Settings) -> bool:
+    """Whether a file is excluded by its name or by a folder it lies in (default excludes included)."""
+    relative = relative_to_root(path, settings)
+    parts = relative.split("/")[:-1]
+    return _excluded(path, settings) or any(path_matches(part, p) for part in parts for p in DEFAULT_EXCLUDE)
+
+
+def _included(path: Path, settings: Settings) -> bool:
+    """A pattern without `/` matches the file name, one with `/` the path below the root."""
+    relative = None
+    for pattern in settings.include:
+        if "/" not in pattern.rstrip("/"):
+            if path_matches(path.name, pattern):
+                return True
+        else:
+            relative = relative or relative_to_root(path, settings)
+            if path_matches(relative, pattern):
+                return True
+    return False
+
+
 def discover(paths: list[Path], settings: Settings, force_exclude: bool = False) -> list[Path]:
     """Files to check, in a deterministic order. Explicitly named files are kept unless force_exclude."""
     found: list[Path] = []
@@ -37,10 +56,10 @@ def discover(paths: list[Path], settings: Settings, force_exclude: bool = False)
                 dirs[:] = sorted(d for d in dirs if not _excluded(base / d, settings))
                 for name in sorted(files):
                     file = base / name
-                    if name.endswith(PYTHON_SUFFIXES) and not _excluded(file, settings) and file not in seen:
+                    if _included(file, settings) and not _excluded(file, settings) and file not in seen:
                         seen.add(file)
                         found.append(file)
-        elif root not in seen and not (force_exclude and _excluded(root, settings)):
+        elif root not in seen and not (force_exclude and excluded(root, settings)):
             seen.add(root)
             found.append(root)
     return found
