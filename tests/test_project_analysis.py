@@ -190,3 +190,39 @@ class Trainer:
 def test_annotated_parameters_and_calls_through_self_reach_helper_methods(tmp_path):
     # train() gets `module` from fit(), whose annotation names the project's Net class
     assert found(make(tmp_path, {"trainer.py": METHODS})) == [("trainer.py", "TL117", 25)]
+
+
+RECURRENT = """
+import torch.nn as nn
+
+
+class CRNN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.rnn = nn.LSTM(64, 256, bidirectional=True)
+        self.dense = nn.Linear(512, 37)
+
+    def forward(self, x):
+        return self.dense(self.rnn(x)[0])
+"""
+
+TRAIN_RECURRENT = """
+import torch
+
+from model import CRNN
+
+
+def main(loader):
+    crnn = CRNN()
+    optimizer = torch.optim.RMSprop(crnn.parameters(), lr=1e-4)
+    for x, y in loader:
+        loss = (crnn(x) - y).pow(2).sum()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+"""
+
+
+def test_the_trained_model_imported_from_the_project_decides_missing_clipping(tmp_path):
+    root = make(tmp_path, {"model.py": RECURRENT, "train.py": TRAIN_RECURRENT})
+    assert found(root) == [("train.py", "TL302", 10)]

@@ -376,6 +376,46 @@ CASES = {
         os.environ["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"
         torch.use_deterministic_algorithms(True)
         """, {("TL503", 5)}),
+    "clean: gradients that never accumulate in .grad (distributed autograd, an optimizer given the loss)": ("""
+        import torch
+        import torch.distributed.autograd as dist_autograd
+        import torch.nn.functional as F
+        def rpc_train(model, opt, batches):
+            for data, target in batches:
+                with dist_autograd.context() as context_id:
+                    loss = F.cross_entropy(model(data), target)
+                    dist_autograd.backward(context_id, [loss])
+                    opt.step(context_id)
+        def unrolled(fmodel, diffopt, x, y):
+            for _ in range(10):
+                loss = F.cross_entropy(fmodel(x), y)
+                diffopt.step(loss)
+        """, set()),
+    "clipping is missing for a recurrent model imported from the project; a closure optimizer is fine": ("""
+        import torch
+        import torch.nn as nn
+        class Tagger(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.rnn = nn.LSTM(8, 8)
+            def forward(self, x):
+                return self.rnn(x)[0]
+        def train(model, loader, opt):
+            for x, y in loader:
+                opt.zero_grad()
+                loss = (model(x) - y).pow(2).mean()
+                loss.backward()
+                opt.step()
+        def train_lbfgs(model, x, y):
+            opt = torch.optim.LBFGS(model.parameters())
+            for _ in range(15):
+                def closure():
+                    opt.zero_grad()
+                    loss = (model(x) - y).pow(2).mean()
+                    loss.backward()
+                    return loss
+                opt.step(closure)
+        """, {("TL302", 11)}),
 }
 
 

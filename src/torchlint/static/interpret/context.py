@@ -89,6 +89,7 @@ class FileContext:
     project: Any = None  # static.project.Project: resolves imports of the project's own modules
     file: Any = None  # this file's Path, when it is on disk
     deps: dict[str, str] = field(default_factory=dict)  # project modules read: path -> content hash
+    names: dict[str, Value] = field(default_factory=dict)  # module-level names after the walk
     call_sites: Any = None  # callsites.CallSites: arguments of the calls to the file's own functions
     param_facts: dict[int, dict[str, Value]] = field(default_factory=dict)  # from the previous walk
     # call id -> (its statement line, whether it is alone in its block): for fixes that remove a call

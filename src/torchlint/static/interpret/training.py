@@ -40,7 +40,7 @@ def classify(ctx: FileContext, entry) -> str | None:
     name = entry.name
     if entry.form == "function":
         qual = entry.qual or ""
-        if qual == "torch.autograd.backward":
+        if qual in ("torch.autograd.backward", "torch.distributed.autograd.backward"):
             return BACKWARD
         if qual == "torch.autograd.grad":
             return GRAD
@@ -120,8 +120,8 @@ def _entries(body: Body, cond: tuple, seen: set[int]) -> Iterator[tuple[object, 
 def _closure_actions(ctx: FileContext, step: CallInfo) -> list[Action]:
     """`optimizer.step(closure)`: the closure runs (and usually backpropagates) before the update."""
     closure = step.param(1, "closure")  # positions count the receiver: step(self, closure)
-    if closure is None or isinstance(closure, (cst.Integer, cst.Float)):
-        return []
+    if closure is None or isinstance(closure, (cst.Integer, cst.Float)) or _scaled(ctx, STEP, step):
+        return []  # `scaler.step(optimizer)` is given the optimizer, not a closure
     value = ctx.value(closure)
     call = ctx.call(closure)
     if call is not None and call.name == "partial" and call.args:  # functools.partial(self.step_fn, ...)

@@ -100,6 +100,7 @@ class Walker(Expressions, Calls):
         self.logs.append(body)
         self._preregister(module.body, self.frame.env)
         self.block(module.body)
+        self.ctx.names = self.frame.env
         for handler in self.handlers[4]:
             handler(self.ctx)
 
