@@ -1,8 +1,9 @@
 """The slow path: re-run one module or one step to name the op, with the user's state left untouched.
 
 Every replay runs inside `preserved`: the RNG is set to the state it had when the step's forward
-began (so dropout draws the same mask), and afterwards the RNG and the module's buffers (BatchNorm
-running statistics) are put back as they were, so the user's run goes on exactly as without us.
+began (so dropout draws the same mask), and afterwards the RNG, the module's buffers (BatchNorm
+running statistics) and its modules' attributes (a call counter) are put back as they were, so the
+user's run goes on exactly as without us.
 """
 
 from __future__ import annotations
@@ -70,9 +71,11 @@ def set_rng_state(state: tuple) -> None:
 
 @contextlib.contextmanager
 def preserved(module: torch.nn.Module, start_rng: tuple | None):
-    """Run a replay from the step's RNG state; restore the RNG and the module's buffers afterwards."""
+    """Run a replay from the step's RNG state; restore the RNG, the module's buffers and its modules'
+    plain attributes (a call counter) afterwards."""
     saved_rng = rng_state()
     buffers = [(b, b.detach().clone()) for b in module.buffers()]
+    attributes = [(m, dict(m.__dict__)) for m in module.modules()]  # counters and flags a forward may set
     if start_rng is not None:
         set_rng_state(start_rng)
     try:
@@ -81,6 +84,9 @@ def preserved(module: torch.nn.Module, start_rng: tuple | None):
         with torch.no_grad():
             for buffer, copy in buffers:
                 buffer.copy_(copy)
+        for owner, saved in attributes:
+            owner.__dict__.clear()
+            owner.__dict__.update(saved)
         set_rng_state(saved_rng)
 
 

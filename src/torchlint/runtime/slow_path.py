@@ -25,7 +25,7 @@ from torchlint.runtime.optim_state import explain_non_finite, explain_vanishing
 from torchlint.runtime.records import Event, Track
 from torchlint.runtime.snapshot import Snapshot
 
-NOT_REPRODUCED = "the replay of this step from its inputs and RNG state did not reproduce it (stateful code?)"
+NOT_REPRODUCED = "the replay of this step from its kept inputs and RNG state did not reproduce it: stateful code?"
 
 
 def _at(file: str | None, line: int | None) -> str:

@@ -209,7 +209,8 @@ class Watch(SlowPath):
             self._grad_bytes += size
 
     def sources(self) -> list[str]:
-        """The user's files involved: those given, then those that define the watched modules' classes."""
+        """The user's files involved: those given, then those that define the watched modules' classes,
+        leaving out installed libraries (a Hugging Face model's classes are not the user's code)."""
         import inspect
 
         types = {type(m) for m in self.model.modules()} if self.model is not None else set().union(*self._roots.values())
@@ -219,7 +220,7 @@ class Watch(SlowPath):
                 file = inspect.getsourcefile(cls)
             except TypeError:
                 continue
-            if file and not file.startswith((replay.TORCH_ROOT, replay.HERE)):
+            if file and not file.startswith((replay.TORCH_ROOT, replay.HERE)) and not _installed(file):
                 files.add(os.path.abspath(file))
         return [*self.files, *sorted(files - set(self.files))]
 
@@ -417,6 +418,17 @@ class Watch(SlowPath):
                                f"step {self.step}: {where} grew in {rises} of the last {MEMORY_WINDOW} steps, "
                                f"{per_step:.1f} MiB per step ({window[0] / 2**20:.0f} -> {window[-1] / 2**20:.0f} MiB): "
                                "something keeps each iteration alive, such as a loss accumulated without .item() (TL402)"))
+
+
+def _installed(path: str) -> bool:
+    """A file of an installed package or of the standard library, not of the user's project."""
+    import sysconfig
+
+    parts = os.path.abspath(path).split(os.sep)
+    if "site-packages" in parts or "dist-packages" in parts:
+        return True
+    stdlib = sysconfig.get_paths().get("stdlib")
+    return bool(stdlib) and os.path.abspath(path).startswith(stdlib + os.sep)
 
 
 def _norms(tensors: list[torch.Tensor], device: torch.device) -> torch.Tensor:
