@@ -375,8 +375,9 @@ class Watch(SlowPath):
 
     def _update_went_wrong(self, optimizer, track: Track, params, param_norms, total: float) -> bool:
         """What the last update of this optimizer left: NaN/Inf parameters (TL906), or a parameter
-        norm multiplied beyond `explode_factor` (TL903). True when one of them fired."""
-        if not math.isfinite(total):
+        norm multiplied beyond `explode_factor` (TL903). True when one of them fired. A norm that
+        overflows float32 while every value is finite (weights near 1e20) is not a NaN parameter."""
+        if not math.isfinite(total) and not all(torch.isfinite(p).all() for p in params):
             self._parameter_event(optimizer, track, params, param_norms)
         elif track.param_total and total > self.explode_factor * track.param_total:
             self._update_event(optimizer, track, params, param_norms, total)
