@@ -195,12 +195,11 @@ class Watch(SlowPath):
                 self._roots[id(module)] = {type(m) for m in module.modules()}
             if out is not None and out.requires_grad and out.is_floating_point():
                 out.register_hook(lambda grad, c=call: self._keep_grad(c, grad))
-            if self._loss_window is not None:  # what follows, up to backward(), makes the loss
-                self._loss_window.open()
-        if out is None or not out.is_floating_point():
-            return
-        call_index = len(self._calls) - 1 if outermost else len(self._calls)
-        self._sums.append((module, call_index, out.detach().float().sum()))
+        if out is not None and out.is_floating_point():
+            call_index = len(self._calls) - 1 if outermost else len(self._calls)
+            self._sums.append((module, call_index, out.detach().float().sum()))
+        if outermost and self._loss_window is not None:  # what follows, up to backward(), makes the loss
+            self._loss_window.open()
 
     def _keep_grad(self, call: Call, grad: torch.Tensor) -> None:
         size = grad.numel() * grad.element_size()
