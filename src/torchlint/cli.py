@@ -60,9 +60,14 @@ def build_parser() -> argparse.ArgumentParser:
                        help="text/json: the per-layer table and findings; sarif/github: the findings")
     trace.add_argument("-o", "--output-file", type=Path, help="write the report to this file")
 
-    run = sub.add_parser("run", help="run a training script (train.py [-- args]) or train a model class "
-                         "(model.py:Net) for a few steps, watching for NaN/Inf")
-    run.add_argument("target", help="train.py (run unchanged), or model.py:Net / package.module:Net / a factory")
+    run = sub.add_parser("run", usage="torchlint run [options] SCRIPT.py [script args...] | -m MODULE [script args...] "
+                         "| model.py:Net [options]",
+                         help="run a training script unchanged (train.py args..., -m module args...) or train a model "
+                         "class (model.py:Net) for a few steps, watching for NaN/Inf")
+    run.add_argument("target", nargs="?", help="train.py (run unchanged; everything after it is the script's), or "
+                     "model.py:Net / package.module:Net / a factory")
+    run.add_argument("-m", dest="module", metavar="MODULE", help="run a module as `python -m MODULE` does; "
+                     "everything after it is the module's")
     run.add_argument("--max-steps", type=int, help="scripts: stop after this many optimizer steps")
     run.add_argument("--input", action="append", default=[], metavar="SPEC", help="as for trace; B is 8, other names 16")
     run.add_argument("--init", help="constructor expression, as for trace")
@@ -92,14 +97,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    script_args: list[str] = []
-    if "--" in argv:  # `torchlint run train.py -- --epochs 3`: the rest belongs to the script
-        cut = argv.index("--")
-        argv, script_args = argv[:cut], argv[cut + 1:]
     if not argv or (argv[0] not in COMMANDS and argv[0] not in ("-h", "--help", "--version")):
         argv.insert(0, "check")
     try:
-        args = build_parser().parse_args(argv)
+        parser = build_parser()
+        script_args: list[str] = []
+        if argv[0] == "run":
+            from torchlint.run_args import split_run_argv
+
+            own, script_args = split_run_argv(_subparser(parser, "run"), argv[1:])
+            argv = ["run", *own]
+        args = parser.parse_args(argv)
         args.script_args = script_args
         if args.command == "rules":
             return _list_rules()
@@ -119,6 +127,11 @@ def main(argv: list[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_FINDINGS
+
+
+def _subparser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
+    action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return action.choices[name]
 
 
 def _settings(args: argparse.Namespace) -> Settings:
@@ -259,12 +272,17 @@ def _run(args: argparse.Namespace) -> int:
     from torchlint.graph.inputs import parse_input
     from torchlint.graph.shapes import infer_inputs
     from torchlint.graph.target import load_target
+    from torchlint.run_args import is_script
     from torchlint.runtime.progress import Progress
     from torchlint.runtime.run import run_model
 
     if args.steps < 1 or (args.repro is not None and args.repro < 1):
         raise ConfigError("--steps and --repro must be at least 1")
-    if ":" not in args.target and args.target.endswith(".py"):
+    if args.max_steps is not None and args.max_steps < 1:
+        raise ConfigError("--max-steps must be at least 1")
+    if args.module is not None or args.target is None:
+        return _run_script(args)
+    if is_script(args.target):
         return _run_script(args)
     if args.device == "cuda" and not torch.cuda.is_available():
         raise ConfigError("--device cuda: no CUDA device is available")
@@ -304,29 +322,38 @@ def _add_repro(report, event, identical: str) -> None:
 
 
 def _run_script(args: argparse.Namespace) -> int:
+    from torchlint.runtime.launch import LaunchError, Program
     from torchlint.runtime.progress import Progress
     from torchlint.runtime.script import run_script
 
-    if not os.path.isfile(args.target):
-        raise ConfigError(f"file not found: {args.target}")
+    if args.module is None and args.target is None:
+        raise ConfigError("run needs a script, -m MODULE or a model target: torchlint run [options] train.py [args]")
+    program = (Program(args.module, args.script_args, module=True) if args.module is not None
+               else Program(args.target, args.script_args))
+    try:
+        program.check()
+    except LaunchError as error:
+        raise ConfigError(str(error)) from None
     progress = Progress(total=args.max_steps) if not args.no_progress else None
     try:
-        report, status = run_script(args.target, args.script_args, args.max_steps, args.explode_factor,
-                                    on_step=progress, snapshot=args.snapshot)
+        report, outcome = run_script(program, args.max_steps, args.explode_factor, on_step=progress,
+                                     snapshot=args.snapshot)
     finally:
         if progress is not None:
             progress.close()
-    if args.repro:
+    if outcome.exited_early:  # `train.py --help`, or a usage error of its own: the script's word is the last
+        return outcome.status
+    if args.repro and outcome.status != 130:
         from torchlint.runtime.repro import script_runs_differ
         from torchlint.runtime.run import repro_event
 
-        difference, reached = script_runs_differ(args.target, args.script_args, args.repro)
+        difference, reached = script_runs_differ(program, args.repro)
         identical = (f"--repro: {args.repro} steps in two fresh processes: bitwise identical" if reached >= args.repro
                      else f"--repro: the script made {reached} optimizer step(s) of {args.repro}; those were "
                      "bitwise identical in two fresh processes")
         _add_repro(report, repro_event(difference, report.sources), identical)
     sys.stdout.flush()
-    return _emit_run(report, args, status)
+    return _emit_run(report, args, outcome.status)
 
 
 def _emit_run(report, args: argparse.Namespace, status: int) -> int:

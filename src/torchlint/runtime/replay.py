@@ -1,8 +1,9 @@
 """The slow path: re-run one module or one step to name the op, with the user's state left untouched.
 
 Every replay runs inside `preserved`: the RNG is set to the state it had when the step's forward
-began (so dropout draws the same mask), and afterwards the RNG and the module's buffers (BatchNorm
-running statistics) are put back as they were, so the user's run goes on exactly as without us.
+began (so dropout draws the same mask), and afterwards the RNG, the module's buffers (BatchNorm
+running statistics) and its modules' attributes (a call counter) are put back as they were, so the
+user's run goes on exactly as without us.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import traceback
+import sys
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,11 +27,13 @@ _SKIPPED = ("detach", "size", "dim", "isfinite", "all")
 def _frame(skipped: tuple[str, ...]) -> tuple[str | None, int | None]:
     """The innermost frame of the stack outside torchlint, context managers, torch's dispatch and
     the `skipped` folders."""
-    for frame in reversed(traceback.extract_stack()):
-        name = frame.filename
+    frame = sys._getframe(1)
+    while frame is not None:
+        name = frame.f_code.co_filename
         if not name.startswith((HERE, *skipped)) and "contextlib" not in name \
                 and not name.endswith(("overrides.py", "_ops.py")):
-            return name, frame.lineno
+            return name, frame.f_lineno
+        frame = frame.f_back
     return None, None
 
 
@@ -68,9 +71,11 @@ def set_rng_state(state: tuple) -> None:
 
 @contextlib.contextmanager
 def preserved(module: torch.nn.Module, start_rng: tuple | None):
-    """Run a replay from the step's RNG state; restore the RNG and the module's buffers afterwards."""
+    """Run a replay from the step's RNG state; restore the RNG, the module's buffers and its modules'
+    plain attributes (a call counter) afterwards."""
     saved_rng = rng_state()
     buffers = [(b, b.detach().clone()) for b in module.buffers()]
+    attributes = [(m, dict(m.__dict__)) for m in module.modules()]  # counters and flags a forward may set
     if start_rng is not None:
         set_rng_state(start_rng)
     try:
@@ -79,6 +84,9 @@ def preserved(module: torch.nn.Module, start_rng: tuple | None):
         with torch.no_grad():
             for buffer, copy in buffers:
                 buffer.copy_(copy)
+        for owner, saved in attributes:
+            owner.__dict__.clear()
+            owner.__dict__.update(saved)
         set_rng_state(saved_rng)
 
 
@@ -111,12 +119,14 @@ class OpRecorder(TorchFunctionMode):
     that made the infinity.
     """
 
-    def __init__(self, stop_at: str | None = None, frames: str = "user") -> None:
+    def __init__(self, stop_at: str | None = None, frames: str = "user", stack: list | None = None) -> None:
         super().__init__()
         self.stop = stop_at
         self.frame = user_frame if frames == "user" else innermost_frame
         self.records: list[tuple[str, torch.Tensor, list[torch.Tensor], str | None, int | None]] = []
         self.infinite: dict[int, tuple[str, torch.Tensor, list[torch.Tensor], str | None, int | None]] = {}
+        self.stack = stack  # the modules being run (kept by hooks), innermost last
+        self.makers: dict[int, torch.nn.Module] = {}  # output id -> the innermost module running the op
 
     def __torch_function__(self, func, types, args=(), kwargs=None):
         name = getattr(func, "__name__", str(func))
@@ -133,12 +143,19 @@ class OpRecorder(TorchFunctionMode):
         result = func(*args, **(kwargs or {}))
         outputs = _floats((result,))
         if clean_before and any(bad(o).any() for o in outputs):
-            self.records.append((name, next(o for o in outputs if bad(o).any()), inputs, *self.frame()))
+            out = next(o for o in outputs if bad(o).any())
+            self.records.append((name, out, inputs, *self.frame()))
+            self._maker(out)
             raise _FirstNonFinite
         if self.stop == "nan" and isinstance(result, torch.Tensor) and result.is_floating_point() \
                 and torch.isinf(result).any():
             self.infinite[id(result)] = (name, result, inputs, *self.frame())
+            self._maker(result)
         return result
+
+    def _maker(self, output: torch.Tensor) -> None:
+        if self.stack:
+            self.makers[id(output)] = self.stack[-1]
 
     def origin(self, record):
         """Follow inputs holding an infinity back to the op that made it from finite inputs."""
@@ -160,17 +177,61 @@ def _describe(record) -> str:
     return f"{stats}; output {tensor_stats(out)}"
 
 
+@dataclass
+class Origin:
+    """Where a replay saw a non-finite value made from finite inputs."""
+
+    op: str
+    file: str | None
+    line: int | None
+    stats: str
+    module: torch.nn.Module | None  # the innermost module that ran the op
+
+
+@contextlib.contextmanager
+def module_stack(root: torch.nn.Module):
+    """A list that holds, while a forward runs, the modules entered and not yet left, innermost last."""
+    stack: list[torch.nn.Module] = []
+
+    def enter(module, _args):
+        stack.append(module)
+
+    def leave(module, _args, _output):
+        if stack and stack[-1] is module:
+            stack.pop()
+
+    handles = []
+    for module in root.modules():
+        handles.append(module.register_forward_pre_hook(enter))
+        handles.append(module.register_forward_hook(leave, always_call=True))
+    try:
+        yield stack
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+def _replay_for(root: torch.nn.Module, args: tuple, kwargs: dict, start_rng: tuple | None, stop_at: str):
+    with module_stack(root) as stack:
+        recorder = OpRecorder(stop_at=stop_at, stack=stack)
+        with preserved(root, start_rng), torch.no_grad(), recorder:
+            try:
+                root(*args, **kwargs)
+            except _FirstNonFinite:
+                pass
+    return recorder
+
+
 def first_non_finite_op(root: torch.nn.Module, args: tuple, kwargs: dict, start_rng: tuple | None,
-                        nan: bool = False):
-    """Replay `root` from the step's RNG state; (op, file, line, stats) of the first op that turns
-    finite inputs into NaN/Inf, or None. With `nan`, the first op that makes a NaN, or, when that NaN
-    is made of infinities, the op that made them (log of 0 before `0 * -inf`)."""
-    recorder = OpRecorder(stop_at="nan" if nan else "non-finite")
-    with preserved(root, start_rng), torch.no_grad(), recorder:
-        try:
-            root(*args, **kwargs)
-        except _FirstNonFinite:
-            pass
+                        nan: bool = False) -> Origin | None:
+    """Replay `root` from the step's RNG state: the first op that turns finite inputs into NaN/Inf,
+    with the innermost module running it, or None. With `nan`, the first op that makes a NaN, or,
+    when that NaN is made of infinities, the op that made them (log of 0 before `0 * -inf`); when no
+    op makes a NaN (an output whose sum is NaN because it holds both +inf and -inf), the first op
+    that makes an infinity."""
+    recorder = _replay_for(root, args, kwargs, start_rng, "nan" if nan else "non-finite")
+    if not recorder.records and nan:
+        recorder = _replay_for(root, args, kwargs, start_rng, "non-finite")
     if not recorder.records:
         return None
     record = recorder.records[0]
@@ -181,7 +242,7 @@ def first_non_finite_op(root: torch.nn.Module, args: tuple, kwargs: dict, start_
         nan_file, nan_line = record[3], record[4]
         where = f" at {os.path.basename(nan_file)}:{nan_line}" if nan_file else ""
         stats += f"; it becomes NaN in torch.{record[0]}{where}"
-    return name, file, line, stats
+    return Origin(name, file, line, stats, recorder.makers.get(id(origin[1])))
 
 
 def anomaly_replay(root: torch.nn.Module, args: tuple, kwargs: dict, grad_out: torch.Tensor,

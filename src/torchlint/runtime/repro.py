@@ -6,18 +6,20 @@ pre-hook (before the update). The first step where the two runs differ, and the 
 or gradient there, is the finding.
 
     python -m torchlint.runtime.repro K OUT.jsonl script.py [script args]
+    python -m torchlint.runtime.repro K OUT.jsonl -m package.module [script args]
 """
 
 from __future__ import annotations
 
 import json
 import os
-import runpy
 import subprocess
 import sys
 import tempfile
 
 import torch
+
+from torchlint.runtime.launch import Program, execute, from_argv
 
 
 def digest(tensor: torch.Tensor) -> str:
@@ -45,7 +47,7 @@ class _Done(Exception):
     pass
 
 
-def record(script: str, args: list[str], steps: int, out_path: str) -> None:
+def record(program: Program, steps: int, out_path: str) -> None:
     """The child: run the script, writing one JSON line per optimizer step, stopping after `steps`."""
     from torch.nn.modules.module import register_module_forward_hook
     from torch.optim.optimizer import register_optimizer_step_pre_hook
@@ -87,10 +89,8 @@ def record(script: str, args: list[str], steps: int, out_path: str) -> None:
 
     handles = [register_module_forward_hook(on_forward), register_optimizer_step_pre_hook(before_step)]
     torch.Tensor.backward = backward
-    sys.argv = [script, *args]
-    sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
     try:
-        runpy.run_path(script, run_name="__main__")
+        execute(program)
     except (_Done, SystemExit):
         pass
     finally:
@@ -99,7 +99,7 @@ def record(script: str, args: list[str], steps: int, out_path: str) -> None:
             handle.remove()
 
 
-def script_runs_differ(script: str, args: list[str], steps: int):
+def script_runs_differ(program: Program, steps: int):
     """Run the script twice in fresh processes; the first difference (see `compare`), or None.
     Also returns how many steps both runs reached."""
     runs = []
@@ -107,7 +107,7 @@ def script_runs_differ(script: str, args: list[str], steps: int):
         for attempt in range(2):
             out = os.path.join(scratch, f"run{attempt}.jsonl")
             open(out, "w").close()
-            subprocess.run([sys.executable, "-m", "torchlint.runtime.repro", str(steps), out, script, *args],
+            subprocess.run([sys.executable, "-m", "torchlint.runtime.repro", str(steps), out, *program.argv()],
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
             with open(out) as lines:
                 runs.append([json.loads(line) for line in lines])
@@ -115,4 +115,4 @@ def script_runs_differ(script: str, args: list[str], steps: int):
 
 
 if __name__ == "__main__":
-    record(sys.argv[3], sys.argv[4:], int(sys.argv[1]), sys.argv[2])
+    record(from_argv(sys.argv[3:]), int(sys.argv[1]), sys.argv[2])

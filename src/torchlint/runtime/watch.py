@@ -10,93 +10,45 @@ RNG state is kept (a few KiB, no sync) so that a replay draws the same dropout m
 outermost call's inputs and output gradient are kept until the step: no inner activation or
 gradient outlives backward, so peak memory is that of the unwatched run.
 
-Slow path, for the failing step only (see `replay`): the forward pass is replayed from its
-inputs to name the op, or forward and backward under anomaly detection, or forward and backward
-with hooks on every module to find the one that amplifies the gradient most, then its op.
+The ops between the model's output and `backward()` (the loss computation) pass through a
+`LossWindow` that keeps references to them until the step: no kernel, no sync.
+
+Slow path, for the failing step only (see `slow_path` and `replay`): the forward pass is replayed
+from its inputs to name the op, or forward and backward under anomaly detection, or forward and
+backward with hooks on every module to find the one that amplifies the gradient most, then its op.
+
+The hooks never disturb the program: a forward that raises (even one the program catches) leaves
+the bookkeeping right, whichever way torch calls the hook on that path, and an error of
+torchlint's own switches the watch off with one warning instead of stopping the training.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import statistics
 import sys
 import time
-from dataclasses import dataclass, field
 
 import torch
 
 from torchlint.runtime import replay
-from torchlint.runtime.catalog import (
-    EXPLODING_GRADIENT,
-    MEMORY_GROWTH,
-    NON_FINITE_FORWARD,
-    NON_FINITE_GRADIENT,
-    NON_FINITE_PARAMETER,
-    VANISHING_GRADIENT,
-)
-from torchlint.runtime.optim_state import explain_non_finite, explain_vanishing
+from torchlint.runtime.catalog import MEMORY_GROWTH
+from torchlint.runtime.causes import clipping_seen
+from torchlint.runtime.loss_window import LossWindow
+from torchlint.runtime.records import Call, Event, StepStats, StopRun, Track
+from torchlint.runtime.slow_path import SlowPath
 from torchlint.runtime.snapshot import Snapshot
+
+__all__ = ["Event", "StepStats", "StopRun", "Watch", "watch"]
 
 MEMORY_WINDOW = 20  # steps
 MEMORY_MIN_GROWTH = 8 * 2**20  # bytes over the window
 GRAD_BUDGET = 512 * 2**20  # bytes of outermost-output gradients kept per step for replays
 
 
-@dataclass
-class Event:
-    code: str
-    name: str
-    step: int
-    message: str
-    module: str | None = None
-    op: str | None = None
-    file: str | None = None
-    line: int | None = None
-    confirmed: list = field(default_factory=list)  # static findings at the same line, or that explain it
-
-
-@dataclass
-class StepStats:
-    """What the one sync of a step read (NaN where unknown); memory in bytes, time in seconds."""
-
-    step: int
-    loss: float
-    grad_norm: float
-    param_norm: float
-    memory: int
-    seconds: float
-
-
-@dataclass
-class _Track:
-    """Per optimizer: its history, so that two optimizers (a GAN) do not mix their norms."""
-
-    norms: list[float] = field(default_factory=list)
-    param_norms: torch.Tensor | None = None  # per parameter, after its last step
-    param_total: float | None = None
-    last_step: int | None = None
-    low_steps: int = 0
-
-
-@dataclass
-class _Call:
-    """An outermost forward call of the step: the module, its inputs, the RNG state before it and
-    the gradient that reached its output. Only these are kept: what happens inside is recomputed by
-    a replay on the slow path, so no activation or gradient of an inner module outlives backward."""
-
-    module: torch.nn.Module
-    args: tuple
-    kwargs: dict
-    rng: tuple
-    grad_out: torch.Tensor | None = None
-
-
-class StopRun(Exception):
-    """Raised from the step hook to stop a watched script at its first problem or at --max-steps."""
-
-
-class Watch:
+class Watch(SlowPath):
     """Watch a model and its optimizer; `events` holds what fired (the first problem by default)."""
 
     def __init__(self, model: torch.nn.Module | None, optimizer: torch.optim.Optimizer | None,
@@ -115,11 +67,11 @@ class Watch:
         self.step = 0
         self.events: list[Event] = []
         self.history: list[StepStats] = []
-        self._tracks: dict[torch.optim.Optimizer, _Track] = {}
+        self._tracks: dict[torch.optim.Optimizer, Track] = {}
         # keyed by module object: names are resolved only on the slow path
         self._sums: list[tuple[torch.nn.Module, int, torch.Tensor]] = []  # (module, call index, sum)
-        self._calls: list[_Call] = []
-        self._depth = 0
+        self._calls: list[Call] = []
+        self._stack: list[torch.nn.Module] = []  # the modules entered and not yet left, innermost last
         self._ignoring = False  # inside an outermost call made with gradients off
         self._rng: tuple | None = None
         self._grad_bytes = 0  # kept gradients of outermost outputs, bounded by GRAD_BUDGET
@@ -131,6 +83,9 @@ class Watch:
         self._backward = None
         self._replaying = False
         self._disabled = False
+        self._clipped = False  # a gradient-clipping function ran since the last step
+        self._loss_window: LossWindow | None = None
+        self._exits = contextlib.ExitStack()
         self._clock = time.perf_counter()
 
     # -- installation ------------------------------------------------------------------
@@ -152,6 +107,8 @@ class Watch:
                                                                   always_call=True))
             self._handles.append(self.optimizer.register_step_pre_hook(self._before_step))
         self._patch_backward()
+        self._loss_window = LossWindow()
+        self._exits.enter_context(clipping_seen(self._saw_clipping))
         self._clock = time.perf_counter()
         return self
 
@@ -162,8 +119,15 @@ class Watch:
         if self._backward is not None:
             torch.Tensor.backward = self._backward
             self._backward = None
-        if not self._disabled and (exc_type is None or issubclass(exc_type, StopRun)):
+        if self._loss_window is not None:
+            self._loss_window.close()
+            self._loss_window.clear()
+        self._exits.close()
+        if not self._disabled and (exc_type is None or issubclass(exc_type, (StopRun, SystemExit))):
             self._after_last_step()
+
+    def _saw_clipping(self) -> None:
+        self._clipped = True
 
     def _patch_backward(self) -> None:
         """Remember the scalar that `backward()` is called on: the loss, read with the step's sync."""
@@ -171,6 +135,8 @@ class Watch:
         watcher = self
 
         def backward(tensor, *args, **kwargs):
+            if watcher._loss_window is not None:
+                watcher._loss_window.close()
             if tensor.numel() == 1 and not watcher._replaying:
                 watcher._loss = tensor.detach()
                 caller = sys._getframe(1)
@@ -181,44 +147,69 @@ class Watch:
         torch.Tensor.backward = backward
 
     def _on_pre_forward(self, module, args) -> None:
-        if self._replaying:
+        if self._replaying or self._disabled:
             return
-        if self._depth == 0:  # an outermost call begins: keep the RNG state its replay must start from
-            # evaluation under no_grad/inference_mode is not training: nothing of it is kept (a
-            # validation pass between two steps would otherwise keep every batch alive)
-            self._ignoring = not torch.is_grad_enabled()
-            self._rng = None if self._ignoring else replay.rng_state()
-        self._depth += 1
+        try:
+            if not self._stack:  # an outermost call begins: keep the RNG state its replay must start from
+                if self._loss_window is not None:
+                    self._loss_window.close()
+                # evaluation under no_grad/inference_mode is not training: nothing of it is kept (a
+                # validation pass between two steps would otherwise keep every batch alive)
+                self._ignoring = not torch.is_grad_enabled()
+                self._rng = None if self._ignoring else replay.rng_state()
+            self._stack.append(module)
+        except Exception as error:
+            self._internal_error(error)
 
-    def _on_forward(self, module, args, kwargs, output) -> None:
-        if self._replaying:
+    def _on_forward(self, module, args, *rest) -> None:
+        """(module, args, kwargs, output) normally; (module, args, result) when torch calls a global
+        `always_call` hook after the forward raised. Either way the call is over: leave it."""
+        if self._replaying or self._disabled:
             return
-        self._depth = max(self._depth - 1, 0)
+        try:
+            kwargs, output = rest if len(rest) == 2 else ({}, None)
+            failed = len(rest) != 2 or (output is None and sys.exc_info()[1] is not None)
+            self._left(module, args, kwargs, output, failed)
+        except Exception as error:
+            self._internal_error(error)
+
+    def _left(self, module, args, kwargs, output, failed: bool) -> None:
+        if not self._stack or self._stack[-1] is not module:  # its pre-hook did not run (an earlier hook raised)
+            return
+        self._stack.pop()
+        outermost = not self._stack
         if self._ignoring:
-            self._ignoring = self._depth > 0
+            self._ignoring = not outermost
+            return
+        if failed:  # the forward raised: what its inner calls recorded belongs to no kept call
+            if outermost:
+                pending = len(self._calls)
+                self._sums = [entry for entry in self._sums if entry[1] != pending]
             return
         out = output if isinstance(output, torch.Tensor) else next(
             (o for o in (output if isinstance(output, (tuple, list)) else ()) if isinstance(o, torch.Tensor)), None)
-        if self._depth == 0:  # calls are numbered in completion order of the outermost ones
-            call = _Call(module, args, kwargs, self._rng)
+        if outermost:  # calls are numbered in completion order of the outermost ones
+            call = Call(module, args, kwargs, self._rng)
             self._calls.append(call)
             if id(module) not in self._roots:
                 self._roots[id(module)] = {type(m) for m in module.modules()}
             if out is not None and out.requires_grad and out.is_floating_point():
                 out.register_hook(lambda grad, c=call: self._keep_grad(c, grad))
-        if out is None or not out.is_floating_point():
-            return
-        call_index = len(self._calls) - 1 if self._depth == 0 else len(self._calls)
-        self._sums.append((module, call_index, out.detach().float().sum()))
+        if out is not None and out.is_floating_point():
+            call_index = len(self._calls) - 1 if outermost else len(self._calls)
+            self._sums.append((module, call_index, out.detach().float().sum()))
+        if outermost and self._loss_window is not None:  # what follows, up to backward(), makes the loss
+            self._loss_window.open()
 
-    def _keep_grad(self, call: _Call, grad: torch.Tensor) -> None:
+    def _keep_grad(self, call: Call, grad: torch.Tensor) -> None:
         size = grad.numel() * grad.element_size()
         if self._grad_bytes + size <= GRAD_BUDGET:
             call.grad_out = grad
             self._grad_bytes += size
 
     def sources(self) -> list[str]:
-        """The user's files involved: those given, then those that define the watched modules' classes."""
+        """The user's files involved: those given, then those that define the watched modules' classes,
+        leaving out installed libraries (a Hugging Face model's classes are not the user's code)."""
         import inspect
 
         types = {type(m) for m in self.model.modules()} if self.model is not None else set().union(*self._roots.values())
@@ -228,7 +219,7 @@ class Watch:
                 file = inspect.getsourcefile(cls)
             except TypeError:
                 continue
-            if file and not file.startswith((replay.TORCH_ROOT, replay.HERE)):
+            if file and not file.startswith((replay.TORCH_ROOT, replay.HERE)) and not _installed(file):
                 files.add(os.path.abspath(file))
         return [*self.files, *sorted(files - set(self.files))]
 
@@ -250,27 +241,53 @@ class Watch:
         return f"parameter {index}"
 
     # -- the cheap check, once per step ------------------------------------------------------
-    def _before_step(self, optimizer, args, kwargs) -> None:
-        """The step hook. A failure of torchlint's own never stops the user's training: the watch
-        switches itself off with one warning (tests set TORCHLINT_STRICT to see the error instead)."""
-        if self._replaying:
+    def _before_step(self, optimizer, args, kwargs):
+        """The step hook. With a closure (LBFGS, Lightning), forward and backward run inside
+        `step()`: the check then runs when the closure returns, before the update."""
+        if self._replaying or self._disabled:
+            return None
+        closure = kwargs.get("closure", args[1] if len(args) > 1 else None)  # args[0] is the optimizer
+        if callable(closure):
+            def checked_closure(*c_args, **c_kwargs):
+                result = closure(*c_args, **c_kwargs)
+                self._guarded_check(optimizer)
+                return result
+
+            if "closure" in kwargs:
+                return args, {**kwargs, "closure": checked_closure}
+            return (args[0], checked_closure, *args[2:]), kwargs
+        self._guarded_check(optimizer)
+        return None
+
+    def _guarded_check(self, optimizer) -> None:
+        """A failure of torchlint's own never stops the user's training: the watch switches itself
+        off with one warning (tests set TORCHLINT_STRICT to see the error instead)."""
+        if self._replaying or self._disabled:
             return
         try:
+            if self._loss_window is not None:
+                self._loss_window.close()
             self._check_step(optimizer)
         except StopRun:
             raise
         except Exception as error:
-            if os.environ.get("TORCHLINT_STRICT"):
-                raise
-            import warnings
+            self._internal_error(error)
 
-            warnings.warn(f"torchlint: watch switched off after an internal error: {error!r}", stacklevel=2)
-            self._disabled = True
-            self.__exit__(RuntimeError, None, None)
+    def _internal_error(self, error: Exception) -> None:
+        if os.environ.get("TORCHLINT_STRICT"):
+            raise error
+        import warnings
+
+        warnings.warn(f"torchlint: watch switched off after an internal error: {error!r}", stacklevel=3)
+        self._disabled = True
+        self.__exit__(RuntimeError, None, None)
 
     def _check_step(self, optimizer) -> None:
         self.step += 1
-        track = self._tracks.setdefault(optimizer, _Track())
+        track = self._tracks.setdefault(optimizer, Track())
+        lrs, clipped = [group.get("lr") for group in optimizer.param_groups], self._clipped
+        if track.first_lrs is None:
+            track.first_lrs = lrs
         params = [p for group in optimizer.param_groups for p in group["params"]]
         grads = [(p.grad.coalesce().values() if p.grad.is_sparse else p.grad) for p in params if p.grad is not None]
         device = grads[0].device if grads else (params[0].device if params else torch.device("cpu"))
@@ -303,14 +320,18 @@ class Watch:
                 raise StopRun()
         finally:
             track.param_norms, track.param_total, track.last_step = param_norms, param_total, self.step
+            track.lrs, track.clipped = lrs, clipped  # what the update about to run uses
             self._sums.clear()
             self._calls.clear()
             self._grad_bytes = 0
             self._loss = None
             self._backward_site = None
-            self._depth = 0
+            self._stack.clear()
+            self._clipped = False
+            if self._loss_window is not None:
+                self._loss_window.clear()
 
-    def _judge(self, optimizer, track: _Track, params, param_norms, stats: StepStats, forward_nan: bool,
+    def _judge(self, optimizer, track: Track, params, param_norms, stats: StepStats, forward_nan: bool,
                forward_inf: bool, has_grads: bool, loss_known: bool) -> None:
         """The first thing wrong, in causal order: the parameters the last update left, then this
         step's forward, its gradients, their growth, their vanishing, memory.
@@ -351,13 +372,14 @@ class Watch:
             self._update_went_wrong(optimizer, track, params, param_norms,
                                     torch.linalg.vector_norm(param_norms).item())
 
-    def _update_went_wrong(self, optimizer, track: _Track, params, param_norms, total: float) -> bool:
+    def _update_went_wrong(self, optimizer, track: Track, params, param_norms, total: float) -> bool:
         """What the last update of this optimizer left: NaN/Inf parameters (TL906), or a parameter
-        norm multiplied beyond `explode_factor` (TL903). True when one of them fired."""
-        if not math.isfinite(total):
+        norm multiplied beyond `explode_factor` (TL903). True when one of them fired. A norm that
+        overflows float32 while every value is finite (weights near 1e20) is not a NaN parameter."""
+        if not math.isfinite(total) and not all(torch.isfinite(p).all() for p in params):
             self._parameter_event(optimizer, track, params, param_norms)
         elif track.param_total and total > self.explode_factor * track.param_total:
-            self._update_event(track, params, param_norms, total)
+            self._update_event(optimizer, track, params, param_norms, total)
         else:
             return False
         return True
@@ -370,146 +392,6 @@ class Watch:
         confirm(event)
         explain(event, self.sources())
         self.events.append(event)
-
-    # -- slow paths: name the module, the parameter and the op --------------------------------------
-    def _forward_event(self, nan: bool) -> None:
-        sums = torch.stack([s for _, _, s in self._sums])
-        bad = (torch.isnan(sums) if nan else ~torch.isfinite(sums)).tolist()
-        module, call_index, _ = self._sums[bad.index(True)]
-        name = self._name_of(module)
-        found = None
-        if 0 <= call_index < len(self._calls):
-            call = self._calls[call_index]
-            self._replaying = True
-            try:
-                found = replay.first_non_finite_op(call.module, call.args, call.kwargs, call.rng, nan=nan)
-            finally:
-                self._replaying = False
-        op, file, line, stats = found or (None, None, None, None)
-        where = f"`{name}`" + (f", op torch.{op} at {os.path.basename(file)}:{line}" if op else "")
-        if found is None and 0 <= call_index < len(self._calls):
-            inputs = [a for a in (*self._calls[call_index].args, *self._calls[call_index].kwargs.values())
-                      if isinstance(a, torch.Tensor) and a.is_floating_point()]
-            bad_input = next((a for a in inputs if not torch.isfinite(a).all()), None)
-            if bad_input is not None:  # made before the model: the data, or the code that prepares it
-                stats = f"its input already holds NaN/Inf: {replay.tensor_stats(bad_input)}; it comes from the data"
-        detail = f" ({stats})" if stats else ""
-        self._record(Event(NON_FINITE_FORWARD.code, NON_FINITE_FORWARD.name, self.step,
-                           f"step {self.step}: first non-finite output in {where}{detail}", name, op, file, line))
-
-    def _loss_event(self, loss: float) -> None:
-        """Every module's output is finite but the loss is not: it is made after the model, in code
-        no hook sees (log of a probability, a division by a count). The static findings in the file
-        that calls backward() explain it."""
-        site = ""
-        if self._backward_site is not None:
-            site = f" (backward() at {os.path.basename(self._backward_site[0])}:{self._backward_site[1]})"
-        event = Event(NON_FINITE_FORWARD.code, NON_FINITE_FORWARD.name, self.step,
-                      f"step {self.step}: the loss is {loss} while every module's output is finite: it is made "
-                      f"between the model's output and the loss{site}")
-        if self._backward_site is not None:
-            from torchlint.runtime.confirm import explain
-
-            explain(event, [self._backward_site[0]])
-        self._record(event)
-
-    def _gradient_event(self, grad_norm: float) -> None:
-        """Finite forward, non-finite gradient (sqrt or norm at 0...): replay the step's forward calls
-        and their backward under anomaly detection. The parameters have not been updated yet (this is
-        the step pre-hook) and each call's RNG state was kept, so the replay is the same computation."""
-        backward = file = line = None
-        root = self._calls[-1].module if self._calls else None
-        for call in self._calls:
-            if call.grad_out is None or not torch.isfinite(call.grad_out).all():
-                continue
-            self._replaying = True
-            try:
-                backward, file, line = replay.anomaly_replay(call.module, call.args, call.kwargs, call.grad_out,
-                                                             call.rng)
-            finally:
-                self._replaying = False
-            if backward:
-                root = call.module
-                break
-        where = f": {backward} at {os.path.basename(file)}:{line}" if backward else ""
-        self._record(Event(NON_FINITE_GRADIENT.code, NON_FINITE_GRADIENT.name, self.step,
-                           f"step {self.step}: gradient norm is {grad_norm} with a finite forward pass{where}",
-                           self._name_of(root) if root is not None else None,
-                           backward.removesuffix("Backward0").lower() if backward else None, file, line))
-
-    def _explosion_event(self, grad_norm: float, median: float) -> None:
-        """Replay each forward call and its backward with hooks on every module: the module whose
-        input gradient is largest relative to its output gradient is replayed op by op."""
-        best = None
-        self._replaying = True
-        try:
-            for call in self._calls:
-                if call.grad_out is not None:
-                    found = replay.amplifying_module(call.module, call.args, call.kwargs, call.grad_out, call.rng)
-                    if found is not None and (best is None or found.ratio > best.ratio):
-                        best = found
-            op = file = line = stats = None
-            if best is not None:
-                op, file, line, stats = replay.amplifying_op(best.module, best.args, best.kwargs, best.grad_out,
-                                                             best.rng)
-        finally:
-            self._replaying = False
-        name = self._name_of(best.module) if best is not None else None
-        where = f" in `{name}`" + (f", op torch.{op} at {os.path.basename(file)}:{line}" if op else "") if name else ""
-        detail = f" ({stats})" if stats else ""
-        self._record(Event(EXPLODING_GRADIENT.code, EXPLODING_GRADIENT.name, self.step,
-                           f"step {self.step}: gradient norm {grad_norm:.3g} is {grad_norm / median:.3g}x the "
-                           f"running median {median:.3g}{where}{detail}", name, op, file, line))
-
-    def _update_event(self, track: _Track, params, param_norms: torch.Tensor, total: float) -> None:
-        """One optimizer.step() multiplied the parameter norm: the update dwarfs the weights (a large
-        initialisation or learning rate), found from step 1 on, before any gradient history exists."""
-        growth = (param_norms - track.param_norms.to(param_norms.device)).tolist()
-        index = max(range(len(growth)), key=growth.__getitem__)
-        name = self._param_name(params[index], index)
-        step = track.last_step
-        grad_norm = next((s.grad_norm for s in self.history if s.step == step), math.nan)
-        self._record(Event(EXPLODING_GRADIENT.code, EXPLODING_GRADIENT.name, step,
-                           f"step {step}: optimizer.step() multiplied the parameter norm by "
-                           f"{total / track.param_total:.3g} ({track.param_total:.3g} -> {total:.3g}; gradient norm "
-                           f"{grad_norm:.3g}), most in `{name}`: the update dwarfs the weights", name))
-
-    def _parameter_event(self, optimizer, track: _Track, params, param_norms: torch.Tensor) -> None:
-        finite = torch.isfinite(param_norms).tolist()
-        index = finite.index(False)
-        name = self._param_name(params[index], index)
-        step = track.last_step
-        when = f"step {step}: optimizer.step()" if step else "before the first step: the initialisation"
-        why = explain_non_finite(optimizer, params[index]) if step else ""
-        snapshot = self._snapshots.get(optimizer)
-        if step and snapshot is not None and snapshot.step == step:
-            why += self._replay_update(optimizer, snapshot)
-        self._record(Event(NON_FINITE_PARAMETER.code, NON_FINITE_PARAMETER.name, step or 0,
-                           f"{when} left `{name}` non-finite "
-                           f"({replay.tensor_stats(params[index])}){why}", name))
-
-    def _replay_update(self, optimizer, snapshot: Snapshot) -> str:
-        """Replay the update of the failing step from its snapshot, op by op, then put back the
-        present state: `; replayed: ...` naming the op that made the NaN/Inf, or ''."""
-        present = Snapshot()
-        present.save(optimizer, self.step)
-        self._replaying = True
-        try:
-            snapshot.restore(optimizer)
-            found = replay.first_non_finite_update(optimizer)
-        finally:
-            present.restore(optimizer)
-            self._replaying = False
-        if found is None:
-            return ""
-        op, file, line, stats = found
-        where = f" ({os.path.basename(file)}:{line})" if file else ""
-        return f"; replaying that update, torch.{op}{where} made it from finite inputs: {stats}"
-
-    def _vanishing_event(self, optimizer, grad_norm: float, floor: float) -> None:
-        first = self.step - self.warmup + 1
-        self._record(Event(VANISHING_GRADIENT.code, VANISHING_GRADIENT.name, self.step,
-                           f"steps {first}-{self.step}: {explain_vanishing(optimizer, grad_norm, floor)}"))
 
     # -- memory ---------------------------------------------------------------------------------
     @staticmethod
@@ -536,6 +418,17 @@ class Watch:
                                f"step {self.step}: {where} grew in {rises} of the last {MEMORY_WINDOW} steps, "
                                f"{per_step:.1f} MiB per step ({window[0] / 2**20:.0f} -> {window[-1] / 2**20:.0f} MiB): "
                                "something keeps each iteration alive, such as a loss accumulated without .item() (TL402)"))
+
+
+def _installed(path: str) -> bool:
+    """A file of an installed package or of the standard library, not of the user's project."""
+    import sysconfig
+
+    parts = os.path.abspath(path).split(os.sep)
+    if "site-packages" in parts or "dist-packages" in parts:
+        return True
+    stdlib = sysconfig.get_paths().get("stdlib")
+    return bool(stdlib) and os.path.abspath(path).startswith(stdlib + os.sep)
 
 
 def _norms(tensors: list[torch.Tensor], device: torch.device) -> torch.Tensor:

@@ -1,0 +1,84 @@
+"""The ops between the model's output and `backward()`: the loss computation no module hook sees.
+
+A `TorchFunctionMode` is pushed when an outermost forward call returns (with gradients on) and
+popped at the next forward call, at `backward()` and at the optimizer step: only the few ops that
+make the loss (`F.cross_entropy`, `torch.log(out - 100)`, `.mean()`) pass through it. It records
+each op's name, output, floating-point inputs and the user's line: references and Python only, no
+kernel and no sync. When a step's loss is non-finite while every module's output is finite, the
+slow path looks through these records for the first op that made NaN/Inf from finite inputs. The
+outputs kept are bounded by a byte budget and released at each step.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch.overrides import TorchFunctionMode
+
+from torchlint.runtime import replay
+
+BUDGET = 256 * 2**20  # bytes of recorded outputs per step
+_SKIPPED = ("detach", "size", "dim", "numel", "item", "tolist", "backward")
+
+
+class LossWindow(TorchFunctionMode):
+    """Records the ops run while it is open; `first_non_finite()` reads them on the slow path."""
+
+    def __init__(self, budget: int = BUDGET) -> None:
+        super().__init__()
+        self.budget = budget
+        self.records: list[tuple[str, torch.Tensor, list[torch.Tensor], str | None, int | None]] = []
+        self.used = 0
+        self.full = False  # some ops were not recorded for lack of budget
+        self.listening = False
+        self._pushed = False
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        result = func(*args, **(kwargs or {}))
+        if self.listening and isinstance(result, torch.Tensor) and result.is_floating_point():
+            name = getattr(func, "__name__", str(func))
+            if not name.startswith("__get") and name not in _SKIPPED:
+                self._record(name, result, args, kwargs)
+        return result
+
+    def _record(self, name: str, result: torch.Tensor, args, kwargs) -> None:
+        size = result.numel() * result.element_size()
+        if self.used + size > self.budget:
+            self.full = True
+            return
+        self.used += size
+        inputs = [t.detach() for t in replay._floats((*args, *(kwargs or {}).values()))]
+        self.records.append((name, result.detach(), inputs, *replay.user_frame()))
+
+    def open(self) -> None:
+        if not self._pushed:
+            self.__enter__()
+            self._pushed = True
+        self.listening = True
+
+    def close(self) -> None:
+        """Stop recording; pop the mode when it is the innermost one (else it stays, silent, until then)."""
+        self.listening = False
+        if self._pushed and _top_mode() is self:
+            self.__exit__(None, None, None)
+            self._pushed = False
+
+    def clear(self) -> None:
+        self.records.clear()
+        self.used = 0
+        self.full = False
+
+    def first_non_finite(self):
+        """(op, file, line, stats) of the first recorded op whose inputs are finite and whose output
+        is not, or None."""
+        for record in self.records:
+            name, output, inputs, file, line = record
+            if name.endswith("_") and not name.endswith("__"):  # in place: its first input is the output
+                inputs = inputs[1:]
+            if not torch.isfinite(output).all() and all(torch.isfinite(i).all() for i in inputs):
+                return name, file, line, replay._describe(record)
+        return None
+
+
+def _top_mode():
+    depth = torch._C._len_torch_function_stack()
+    return torch._C._get_function_stack_at(depth - 1) if depth else None
