@@ -269,13 +269,40 @@ CASES = {
             return scores
         """, {("TL306", 7)}),
     # TL401
-    "empty_cache in a while loop": ("""
+    "empty_cache every training step, in the loop or in the step function it calls": ("""
         import torch
-        def poll(queue):
-            while queue:
-                queue.pop()()
+        def train(model, loader, optimizer):
+            for x, y in loader:
+                optimizer.zero_grad()
+                model(x).sum().backward()
+                optimizer.step()
                 torch.cuda.empty_cache()
-        """, {("TL401", 6)}),
+        class Trainer:
+            def step(self, batch):
+                loss = self.model(batch).sum()
+                torch.cuda.empty_cache()
+                loss.backward()
+            def fit(self, loader):
+                while True:
+                    for batch in loader:
+                        self.step(batch)
+                        self.optimizer.step()
+                        self.optimizer.zero_grad()
+        """, {("TL401", 8), ("TL401", 12)}),
+    "clean: empty_cache once per epoch or phase, and in a loop that does not train": ("""
+        import torch
+        def fit(model, loader, optimizer, epochs, train_one_epoch):
+            for epoch in range(epochs):
+                for x, y in loader:
+                    optimizer.zero_grad()
+                    model(x).sum().backward()
+                    optimizer.step()
+                torch.cuda.empty_cache()
+        def profile(ops, x):
+            for op in ops:
+                op(x).sum().backward()
+                torch.cuda.empty_cache()
+        """, set()),
     "clean: empty_cache between phases": ("""
         import torch
         def run(train, evaluate):

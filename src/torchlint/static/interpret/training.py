@@ -90,7 +90,7 @@ def _scaled(ctx: FileContext, kind: str, call: CallInfo) -> bool:
 def actions(ctx: FileContext, body: Body) -> list[Action]:
     """The gradient actions a body performs, in order, through nested loops, calls and closures."""
     found: list[Action] = []
-    for entry, cond in _entries(body, (), {id(body)}):
+    for entry, cond in entries(body, (), {id(body)}):
         kind = classify(ctx, entry)
         if kind is None:
             continue
@@ -103,17 +103,17 @@ def actions(ctx: FileContext, body: Body) -> list[Action]:
     return found
 
 
-def _entries(body: Body, cond: tuple, seen: set[int]) -> Iterator[tuple[object, tuple]]:
+def entries(body: Body, cond: tuple, seen: set[int]) -> Iterator[tuple[object, tuple]]:
     """Calls and marks in order, with the flags of the call sites that led into each function."""
     for entry in body.entries:
         if isinstance(entry, Body):
-            yield from _entries(entry, cond, seen)
+            yield from entries(entry, cond, seen)
             continue
         yield entry, cond
         callee = getattr(getattr(entry, "callee", None), "body", None)
         if isinstance(callee, Body) and id(callee) not in seen:
             seen.add(id(callee))
-            yield from _entries(callee, cond + entry.scope.cond, seen)
+            yield from entries(callee, cond + entry.scope.cond, seen)
             seen.discard(id(callee))
 
 
