@@ -290,10 +290,12 @@ class Walker(Expressions, Calls):
         self.scope = body.scope
         self.logs.append(body)
         self.ctx.functions.append(body)
+        self.ctx.enclosing.append(node)
         try:
             self._preregister(node.body.body if isinstance(node.body, cst.IndentedBlock) else [], frame.env)
             self.body(node)
         finally:
+            self.ctx.enclosing.pop()
             self.logs.pop()
             self.scope = outer_scope
             self.fp16 -= fp16
