@@ -13,6 +13,7 @@ from torchlint import __version__
 from torchlint.catalog import all_rules, doc_sections, rule_doc
 from torchlint.finding import Finding
 from torchlint.rule import RuleInfo
+from torchlint.source import SourceError, read_source, source_lines
 
 SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 _LEVEL = {"error": "error", "warning": "warning", "info": "note"}
@@ -20,7 +21,7 @@ _LEVEL = {"error": "error", "warning": "warning", "info": "note"}
 
 def _uri(path: str, root: Path) -> tuple[str, bool]:
     """A relative URI under %SRCROOT% when possible, else an absolute file URI."""
-    absolute = Path(path).resolve()
+    absolute = Path(os.path.realpath(path))  # unlike Path.resolve(), no RuntimeError on a symlink loop
     try:
         return quote(absolute.relative_to(root).as_posix(), safe="/"), True
     except ValueError:
@@ -54,8 +55,8 @@ def _rule(info: RuleInfo) -> dict:
 def _line_hash(path: str, line: int, cache: dict[str, list[str]]) -> str:
     if path not in cache:
         try:
-            cache[path] = Path(path).read_text(encoding="utf-8").splitlines()
-        except (OSError, UnicodeDecodeError):
+            cache[path] = source_lines(read_source(Path(path)).text)
+        except (OSError, SourceError):
             cache[path] = []
     lines = cache[path]
     text = lines[line - 1] if 0 < line <= len(lines) else ""

@@ -7,13 +7,14 @@ from collections import Counter
 from pathlib import Path
 
 from torchlint.finding import Finding
+from torchlint.source import SourceError, read_source, source_lines
 
 
 def _source_line(path: str, line: int, cache: dict[str, list[str]]) -> str | None:
     if path not in cache:
         try:
-            cache[path] = Path(path).read_text(encoding="utf-8").splitlines()
-        except (OSError, UnicodeDecodeError):
+            cache[path] = source_lines(read_source(Path(path)).text)
+        except (OSError, SourceError):
             cache[path] = []
     lines = cache[path]
     return lines[line - 1] if 0 < line <= len(lines) else None

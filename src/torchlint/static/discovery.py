@@ -12,7 +12,7 @@ PYTHON_SUFFIXES = (".py", ".pyi")
 
 def relative_to_root(path: Path, settings: Settings) -> str:
     try:
-        return path.resolve().relative_to(settings.root).as_posix()
+        return Path(os.path.realpath(path)).relative_to(settings.root).as_posix()  # a loop: no RuntimeError
     except ValueError:
         return path.as_posix()
 

@@ -16,6 +16,7 @@ import libcst as cst
 from torchlint.catalog import SYNTAX_ERROR
 from torchlint.finding import Edit, Finding, Fix
 from torchlint.rule import RuleInfo
+from torchlint.source import source_lines
 from torchlint.static import suppress
 from torchlint.static.interpret.context import FileContext
 from torchlint.static.interpret.walker import Walker
@@ -105,7 +106,7 @@ def _check_text(source, path, enabled, options, file, deps) -> list[Finding]:
         if pending.fix is not None:
             targets.extend(node for node, _ in pending.fix.replacements)
     spans = locate(module, targets)
-    lines = source.splitlines()
+    lines = source_lines(source)
     findings = []
     seen = set()
     for pending in ctx.pending:
