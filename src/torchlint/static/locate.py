@@ -61,7 +61,8 @@ def locate(module: cst.Module, nodes: Iterable[cst.CSTNode]) -> dict[int, Span]:
     line_starts = [0, *(match.end() for match in _NEWLINE.finditer(code))]  # lines as Python counts them
 
     def position(token_index: int, is_end: bool) -> tuple[int, int]:
-        offset = offsets[token_index]
+        # a file without a final newline: the module drops the newline token it wrote after the last mark
+        offset = offsets[min(token_index, len(offsets) - 1)]
         if is_end:
             # Skip back over trailing whitespace/newlines that belong to the node's tokens.
             while offset > 0 and code[offset - 1] in " \t\r\n":
