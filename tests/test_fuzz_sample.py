@@ -36,3 +36,11 @@ def test_input_that_would_crash_libcst_is_a_finding(source, code, message):
 def test_lone_cr_and_no_final_newline():
     found = check_source("import torch\rx = torch.log(torch.softmax(y, 1))", settings=Settings(select=["TL102"]))
     assert [(f.code, f.line, f.column, f.end_column) for f in found] == [("TL102", 2, 5, 35)]
+
+
+def test_literals_from_the_real_file_run():
+    """Crashes the full run found in the standard library and sympy: hex literals, ints beyond float."""
+    source = ("import torch\na = torch.exp(y) - 0x1\nb = torch.log1p(y) - 0b1\nc = 10**400 * 10**400 * y\n"
+              "d = (2**1100) ** 3\ne = (1e300 * y.abs()) ** 4\nf = -(10**400)\n")
+    found = check_source(source, settings=Settings(select=["ALL"]))
+    assert {(f.code, f.line) for f in found} >= {("TL113", 2)}
