@@ -71,3 +71,9 @@ def test_decode_source():
         decode_source(b"x = 1\ny = '\xff'\n")
     assert (error.value.line, error.value.column) == (2, 6)
     assert source_lines("a\x0cb\rc\r\nd\u2028e\n") == ["a\x0cb", "c", "d\u2028e"]
+
+
+def test_a_second_bom_is_what_python_says(project, capsys):
+    (project / "twice.py").write_bytes(b"\xef\xbb\xbf\xef\xbb\xbfimport torch\n")
+    code, found = findings(project, capsys)
+    assert (code, found) == (1, [("twice.py", "TL001", 1, 1, "syntax error: invalid non-printable character U+FEFF")])

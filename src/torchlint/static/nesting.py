@@ -21,8 +21,9 @@ _OPEN, _CLOSE = frozenset("([{"), frozenset(")]}")
 
 def might_be_too_deep(source: str) -> bool:
     """An over-estimate (brackets and operators in strings and comments count too). Also true for a
-    line that is only a backslash continuation: LibCST accepts and drops those where CPython may not."""
-    if _LONE_BACKSLASH.search(source):
+    line that is only a backslash continuation, or a U+FEFF in the text: LibCST accepts those where
+    CPython may not."""
+    if _LONE_BACKSLASH.search(source) or "\ufeff" in source:  # LibCST also accepts a stray BOM (a second one)
         return True
     depth = chain = 0
     for char in _KEPT.sub("", source):
