@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from torchlint.catalog import UNREADABLE_FILE
-from torchlint.config import Settings
+from torchlint.config import Settings, human_size
 from torchlint.finding import FileResult, Finding
+from torchlint.source import SourceError, decode_source
 from torchlint.static.cache import Cache, content_key
 from torchlint.static.discovery import discover, relative_to_root
 from torchlint.static.engine import might_have_findings
@@ -54,9 +56,15 @@ def check_files(
     for index, file in enumerate(files):
         display = _display(file)
         try:
+            size = file.stat().st_size
+            if settings.max_file_size and size > settings.max_file_size:
+                results[index] = FileResult(display, [], skipped=(
+                    f"{human_size(size)} is over max-file-size ({human_size(settings.max_file_size)})"))
+                continue
             data = file.read_bytes()
         except OSError as error:
-            results[index] = _unreadable(display, error.strerror or str(error), enabled)
+            reason = "symlink loop" if error.errno == errno.ELOOP else error.strerror or str(error)
+            results[index] = _unreadable(display, reason, enabled)
             continue
         # the key covers the path too: which project modules an import reaches depends on it
         key = content_key(data + b"\0" + str(file.resolve()).encode()) if store is not None else None
@@ -66,9 +74,9 @@ def check_files(
                 results[index] = FileResult(display, [Finding.from_dict(f).with_path(display) for f in hit])
                 continue
         try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError as error:
-            results[index] = _unreadable(display, f"not valid UTF-8 ({error.reason} at byte {error.start})", enabled)
+            text = decode_source(data).text
+        except SourceError as error:
+            results[index] = _unreadable(display, error.reason, enabled, error.line, error.column)
             continue
         if not is_notebook(display) and not might_have_findings(text):  # a notebook is read as JSON first
             results[index] = FileResult(display, [])
@@ -113,13 +121,13 @@ def _display(file: Path) -> str:
     return text[2:] if text.startswith("./") else text
 
 
-def _unreadable(path: str, reason: str, enabled: frozenset[str]) -> FileResult:
+def _unreadable(path: str, reason: str, enabled: frozenset[str], line: int = 1, column: int = 1) -> FileResult:
     if UNREADABLE_FILE.code not in enabled:
         return FileResult(path, [])
     finding = Finding(
         code=UNREADABLE_FILE.code, name=UNREADABLE_FILE.name, severity=UNREADABLE_FILE.severity,
-        message=f"cannot read file: {reason}", path=path, line=1, column=1, end_line=1, end_column=1,
-        help=UNREADABLE_FILE.summary,
+        message=f"cannot read file: {reason}", path=path, line=line, column=column, end_line=line,
+        end_column=column, help=UNREADABLE_FILE.summary,
     )
     return FileResult(path, [finding])
 

@@ -14,7 +14,9 @@ SYNTAX_ERROR = RuleInfo(
 )
 UNREADABLE_FILE = RuleInfo(
     "TL002", "unreadable-file", "error",
-    "The file could not be read or decoded as UTF-8.", tags=("engine",), precision="very-high",
+    "The file could not be read, or decoded as Python decodes source (UTF-8 unless a BOM or coding line "
+    "says otherwise).",
+    tags=("engine",), precision="very-high",
 )
 ENGINE_RULES = (SYNTAX_ERROR, UNREADABLE_FILE)
 

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from torchlint import __version__
 from torchlint.catalog import all_rules, rule_doc, rules_by_code
-from torchlint.config import ConfigError, Settings, load_settings
+from torchlint.config import ConfigError, Settings, load_settings, parse_size
+from torchlint.paths import check_named_paths
 
 COMMANDS = ("check", "rule", "rules", "trace", "run")
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
@@ -22,6 +23,13 @@ class _Parser(argparse.ArgumentParser):
 
 def _codes(text: str) -> list[str]:
     return [part.strip().upper() for part in text.split(",") if part.strip()]
+
+
+def _size(text: str) -> int:
+    try:
+        return parse_size(text)
+    except ConfigError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -49,6 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
                        help="apply exclude to files named on the command line too (for pre-commit)")
     check.add_argument("--stdin-filename", metavar="PATH", help="read stdin as this file: exclude, per-file-ignores "
                        "and the notebook format (.ipynb) apply by this name")
+    check.add_argument("--max-file-size", type=_size, metavar="SIZE",
+                       help="skip (with a note) files bigger than this, e.g. 5MB; 0: no limit (default: 5MB)")
 
     trace = sub.add_parser("trace", help="trace a model with torch.fx: symbolic shapes per layer, shape errors")
     trace.add_argument("target", help="model.py:Net, package.module:Net, or a factory function")
@@ -135,12 +145,14 @@ def _subparser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentP
 
 
 def _settings(args: argparse.Namespace) -> Settings:
-    if args.config is not None and not args.config.is_file():
+    if args.config is not None and not args.config.exists():
         raise ConfigError(f"config file not found: {args.config}")
     start = Path(args.stdin_filename or args.paths[0]) if args.stdin_filename or args.paths else Path.cwd()
     if not start.exists():
         start = start.parent if start.parent.exists() else Path.cwd()
     settings = load_settings(args.config, start)
+    if args.max_file_size is not None:
+        settings.max_file_size = args.max_file_size
     if args.select is not None:
         settings.select = args.select
     settings.extend_select += args.extend_select
@@ -162,12 +174,16 @@ def _check(args: argparse.Namespace) -> int:
 
         return check_stdin(args, _settings(args), _emit)
     args.paths = args.paths or ["."]
-    missing = [p for p in args.paths if not os.path.exists(p)]
-    if missing:
-        raise ConfigError(f"path not found: {missing[0]}")
+    check_named_paths(args.paths)
     settings = _settings(args)
     results = check_files(args.paths, settings, jobs=args.jobs, cache=not args.no_cache,
                           force_exclude=args.force_exclude)
+    for result in results:
+        if result.skipped:
+            print(f"torchlint: note: skipped {result.path}: {result.skipped}; raise the limit with "
+                  "--max-file-size or max-file-size in the config", file=sys.stderr)
+    if not results:  # as ruff does: a warning, exit 0
+        print(f"torchlint: warning: no Python files found under {', '.join(args.paths)}", file=sys.stderr)
     if args.fix or args.diff:
         changed = _apply_fixes(results, settings, args)
         if args.diff:
@@ -178,6 +194,8 @@ def _check(args: argparse.Namespace) -> int:
         findings, statistics=args.statistics, color=to_terminal and not os.environ.get("NO_COLOR"),
         root=str(settings.root if settings.source else Path.cwd()),
     )
+    if args.output_format == "text" and not any(result.skipped is None for result in results):
+        report = "No files were checked.\n"  # not "All checks passed!"
     _emit(report, args.output_file)
     if findings and not args.exit_zero:
         return EXIT_FINDINGS
@@ -200,6 +218,7 @@ def _apply_fixes(results, settings: Settings, args: argparse.Namespace) -> int:
     from dataclasses import replace
 
     from torchlint.fix import applicable
+    from torchlint.source import SourceError, encode_source, read_source
     from torchlint.static.discovery import relative_to_root
     from torchlint.static.notebook_check import diff_any, fix_any
 
@@ -209,9 +228,10 @@ def _apply_fixes(results, settings: Settings, args: argparse.Namespace) -> int:
             continue
         path = Path(result.path)
         try:
-            before = path.read_bytes().decode("utf-8")
-        except (OSError, UnicodeDecodeError):
+            original = read_source(path)
+        except (OSError, SourceError):
             continue
+        before = original.text
         local = replace(settings, ignore=settings.ignore + settings.ignored_for(relative_to_root(path, settings)))
         outcome = fix_any(before, result.path, local, unsafe=args.unsafe_fixes)
         if outcome.source == before:
@@ -222,7 +242,9 @@ def _apply_fixes(results, settings: Settings, args: argparse.Namespace) -> int:
             sys.stdout.write(diff_any(result.path, before, outcome.source))
             continue
         try:
-            path.write_bytes(outcome.source.encode("utf-8"))
+            path.write_bytes(encode_source(outcome.source, original.encoding))  # its encoding, BOM kept
+        except UnicodeEncodeError:  # a fix's text the file's encoding cannot hold: leave the file as it is
+            continue
         except OSError as error:
             raise ConfigError(f"cannot write {path}: {error.strerror}") from None
         result.findings = outcome.remaining

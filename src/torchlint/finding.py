@@ -82,3 +82,4 @@ class FileResult:
 
     path: str
     findings: list[Finding] = field(default_factory=list)
+    skipped: str | None = None  # why the file was not checked (over max-file-size), shown as a note

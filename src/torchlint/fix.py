@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import re
 from dataclasses import dataclass
 
 from torchlint.config import Settings
@@ -11,6 +12,7 @@ from torchlint.finding import Edit, Finding
 from torchlint.static.engine import check_text
 
 MAX_PASSES = 6
+_NEWLINE = re.compile(r"\r\n|\r|\n")  # line ends as Python counts them
 
 
 @dataclass
@@ -43,11 +45,7 @@ def choose(findings: list[Finding], unsafe: bool) -> list[Finding]:
 
 def apply_edits(source: str, edits: list[Edit]) -> str:
     """Replace (line, column) ranges, last first; the caller ensures they do not overlap."""
-    starts = [0]
-    for index, char in enumerate(source):
-        if char == "\n":
-            starts.append(index + 1)
-    starts.append(len(source))
+    starts = [0, *(match.end() for match in _NEWLINE.finditer(source)), len(source)]
 
     def offset(line: int, column: int) -> int:
         return min(starts[min(line - 1, len(starts) - 1)] + column - 1, len(source))

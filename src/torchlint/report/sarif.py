@@ -21,7 +21,7 @@ _LEVEL = {"error": "error", "warning": "warning", "info": "note"}
 
 def _uri(path: str, root: Path) -> tuple[str, bool]:
     """A relative URI under %SRCROOT% when possible, else an absolute file URI."""
-    absolute = Path(path).resolve()
+    absolute = Path(os.path.realpath(path))  # unlike Path.resolve(), no RuntimeError on a symlink loop
     try:
         return quote(absolute.relative_to(root).as_posix(), safe="/"), True
     except ValueError:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from torchlint.finding import Finding
+from torchlint.source import SourceError, read_source, source_lines
 from torchlint.static.notebook import NotebookError, is_notebook, parse_notebook
 
 
@@ -26,10 +27,10 @@ class SourceLines:
         text = self.sources.get(path)
         if text is None:
             try:
-                text = Path(path).read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError):
+                text = read_source(Path(path)).text
+            except (OSError, SourceError):
                 text = ""
-        self.lines[(path, None)] = text.splitlines()
+        self.lines[(path, None)] = source_lines(text)
         if is_notebook(path):
             try:
                 cells = parse_notebook(text).cells

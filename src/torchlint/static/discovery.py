@@ -10,7 +10,7 @@ from torchlint.config import DEFAULT_EXCLUDE, Settings, path_matches
 
 def relative_to_root(path: Path, settings: Settings) -> str:
     try:
-        return path.resolve().relative_to(settings.root).as_posix()
+        return Path(os.path.realpath(path)).relative_to(settings.root).as_posix()  # a loop: no RuntimeError
     except ValueError:
         return path.as_posix()
 

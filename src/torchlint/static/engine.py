@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import gc
 import os
 import re
@@ -13,20 +12,23 @@ from typing import Any
 
 import libcst as cst
 
-from torchlint.catalog import SYNTAX_ERROR
+from torchlint.catalog import SYNTAX_ERROR, UNREADABLE_FILE
 from torchlint.finding import Edit, Finding, Fix
 from torchlint.rule import RuleInfo
+from torchlint.source import source_lines
 from torchlint.static import suppress
 from torchlint.static.interpret import callsites
 from torchlint.static.interpret.context import FileContext
 from torchlint.static.interpret.walker import Walker
 from torchlint.static.locate import locate
+from torchlint.static.nesting import cpython_rejects, might_be_too_deep
 from torchlint.static.project import PROCESS_PROJECT
 from torchlint.static.rules import STATIC_RULES, Rule
 from torchlint.static.rules.base import DELETE_LINE
 
 # Every rule needs torch or numpy to be imported: files that never mention them are skipped unparsed.
 _RELEVANT = re.compile(r"\b(?:torch|numpy)\b")
+_LONE_CR = re.compile(r"\r(?!\n)")
 
 
 def might_have_findings(source: str) -> bool:
@@ -56,12 +58,14 @@ def check_text(
     options: dict[str, dict[str, Any]] | None = None,
     file: Path | None = None,
     deps: dict[str, str] | None = None,
+    prefilter: bool = True,
 ) -> list[Finding]:
-    """Findings for one file (files that never mention torch or numpy are not parsed).
+    """Findings for one file (files that never mention torch or numpy are not parsed, unless
+    ``prefilter`` is False: the fuzzing script parses every file).
 
     ``file``: where the text lives, so imports of the project's own modules resolve; the modules
     read for it are added to ``deps`` (path -> content hash)."""
-    if not might_have_findings(source):
+    if prefilter and not might_have_findings(source):
         return []
     # A CST is acyclic and dies with this call: cyclic-GC passes while it is alive only traverse it
     # (measured: ~25% of the run time). Collection resumes as soon as the tree is garbage.
@@ -69,6 +73,11 @@ def check_text(
     gc.disable()
     try:
         return _check_text(source, path, enabled, options, file, deps)
+    except RecursionError:  # valid Python nested deeper than the walk or locate recurse: say it was not checked
+        if UNREADABLE_FILE.code not in enabled:
+            return []
+        return [_finding(UNREADABLE_FILE, "cannot analyse file: nested too deeply (RecursionError)", path,
+                         (1, 1, 1, 1))]
     finally:
         if was_enabled:
             gc.enable()
@@ -78,6 +87,11 @@ def _check_text(source, path, enabled, options, file, deps) -> list[Finding]:
     file_ignored = suppress.file_ignores(source)
     if suppress.is_ignored("ALL", file_ignored):
         return []
+    if "\r" in source:  # lone CR line ends (Python reads them as \n) break LibCST's round trip; same length
+        source = _LONE_CR.sub("\n", source)
+    rejected = cpython_rejects(source, path) if might_be_too_deep(source) else None
+    if rejected is not None:  # LibCST would crash on it (see nesting.py): CPython's verdict instead
+        return [_finding(SYNTAX_ERROR, *_cpython_syntax_error(rejected, path))] if SYNTAX_ERROR.code in enabled else []
     try:
         module = cst.parse_module(source)
     except cst.ParserSyntaxError as error:
@@ -89,6 +103,8 @@ def _check_text(source, path, enabled, options, file, deps) -> list[Finding]:
 
     try:
         ctx = _walk(module, path, source, options, file, _handlers(enabled))
+    except RecursionError:
+        raise  # check_text reports it
     except Exception as error:  # a rule bug must not stop the run; the tests re-raise it
         if os.environ.get("TORCHLINT_STRICT"):
             raise
@@ -104,7 +120,7 @@ def _check_text(source, path, enabled, options, file, deps) -> list[Finding]:
         if pending.fix is not None:
             targets.extend(node for node, _ in pending.fix.replacements)
     spans = locate(module, targets)
-    lines = source.splitlines()
+    lines = source_lines(source)
     findings = []
     seen = set()
     for pending in ctx.pending:
@@ -155,17 +171,18 @@ def _edit(span, text: str) -> Edit:
 
 def _describe_syntax_error(source: str, path: str, error: cst.ParserSyntaxError):
     """CPython's message and position (LibCST points at the next token); LibCST's if CPython accepts it."""
-    try:
-        compile(source, path, "exec", ast.PyCF_ONLY_AST)
-    except SyntaxError as cpython:
-        line = cpython.lineno or 1
-        column = max(cpython.offset or 1, 1)
-        return f"syntax error: {cpython.msg}", path, (line, column, line, column)
-    except (ValueError, RecursionError, MemoryError):
-        pass
+    cpython = cpython_rejects(source, path)
+    if cpython is not None:
+        return _cpython_syntax_error(cpython, path)
     line, column = error.raw_line, error.raw_column + 1
     detail = error.message.strip().splitlines()[0]
     return f"syntax not supported by the parser: {detail}", path, (line, column, line, column)
+
+
+def _cpython_syntax_error(error: SyntaxError, path: str):
+    line = error.lineno or 1
+    column = max(error.offset or 1, 1)
+    return f"syntax error: {error.msg}", path, (line, column, line, column)
 
 
 def _finding(rule: RuleInfo, message: str, path: str, span, fix: Fix | None = None) -> Finding:

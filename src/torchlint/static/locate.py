@@ -8,6 +8,7 @@ token indexes are turned into line/column at the end.
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_right
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -16,6 +17,7 @@ from itertools import accumulate
 import libcst as cst
 from libcst._nodes.internal import CodegenState
 
+_NEWLINE = re.compile(r"\r\n|\r|\n")
 Span = tuple[int, int, int, int]  # line, column, end_line, end_column (1-based, end exclusive)
 
 
@@ -56,14 +58,11 @@ def locate(module: cst.Module, nodes: Iterable[cst.CSTNode]) -> dict[int, Span]:
     module._codegen(state)
     offsets = [0, *accumulate(len(token) for token in state.tokens)]
     code = "".join(state.tokens)
-    line_starts = [0]
-    newline = code.find("\n")
-    while newline != -1:
-        line_starts.append(newline + 1)
-        newline = code.find("\n", newline + 1)
+    line_starts = [0, *(match.end() for match in _NEWLINE.finditer(code))]  # lines as Python counts them
 
     def position(token_index: int, is_end: bool) -> tuple[int, int]:
-        offset = offsets[token_index]
+        # a file without a final newline: the module drops the newline token it wrote after the last mark
+        offset = offsets[min(token_index, len(offsets) - 1)]
         if is_end:
             # Skip back over trailing whitespace/newlines that belong to the node's tokens.
             while offset > 0 and code[offset - 1] in " \t\r\n":

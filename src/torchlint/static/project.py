@@ -18,6 +18,7 @@ from pathlib import Path
 
 import libcst as cst
 
+from torchlint.source import SourceError, decode_source
 from torchlint.static.cache import content_key
 from torchlint.static.facts.values import NOTHING, Value
 
@@ -95,8 +96,8 @@ class Project:
 
         try:
             data = path.read_bytes()
-            module = cst.parse_module(data.decode("utf-8"))
-        except (OSError, UnicodeDecodeError, cst.ParserSyntaxError, RecursionError, MemoryError, ValueError):
+            module = cst.parse_module(decode_source(data).text)
+        except (OSError, SourceError, cst.ParserSyntaxError, RecursionError, MemoryError, ValueError):
             return None
         ctx = FileContext(path=str(path), source="", module=module, options={}, project=self, file=path)
         walker = Walker(ctx, ((), (), (), (), ()))

@@ -42,6 +42,13 @@ def _sigmoid(x: float) -> float:
     return 1.0 / (1.0 + _exp(-x))
 
 
+def _pow(x: float, exponent: float) -> float:
+    try:
+        return x ** exponent if x != INF else INF
+    except OverflowError:  # 1e300 ** 2
+        return INF
+
+
 def monotone(function, r: Range, half: bool) -> Range:
     """The range of an increasing function, rounded to the dtype."""
     return as_dtype(function(r[0]), half), as_dtype(function(r[1]), half)
@@ -137,7 +144,7 @@ def power(r: Range, exponent: float, half: bool) -> Range:
     if exponent == 0.5:
         return sqrt(r, half)
     if r[0] >= 0 and exponent > 0:
-        return monotone(lambda x: x ** exponent if x != INF else INF, r, half)
+        return monotone(lambda x: _pow(x, exponent), r, half)
     return EVERYTHING
 
 

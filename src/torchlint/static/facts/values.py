@@ -72,9 +72,28 @@ class Value:
 NOTHING = Value()
 
 
+_FLOAT_MAX = 1.7976931348623157e308
+
+
 def constant(number: float, node: Any = None) -> Value:
+    """A literal or folded number; its range is in floats (an int beyond float's range, 10**400, is inf)."""
+    if isinstance(number, int):
+        number = float(number) if abs(number) <= _FLOAT_MAX else (INF if number > 0 else -INF)
     return Value(op="const", lo=number, hi=number, zero=ROUTINE if number == 0 else NONE, const=number,
                  tracked=False, node=node)
+
+
+def literal_number(text: str) -> float | None:
+    """The number an Integer or Float literal spells ("0x41", "1_000", "1e-8"); None if it is not one."""
+    text = text.replace("_", "")
+    try:
+        return int(text, 0)
+    except ValueError:
+        pass
+    try:
+        return float(text)
+    except ValueError:
+        return None
 
 
 def join(a: Value, b: Value) -> Value:

@@ -19,6 +19,9 @@ INIT_FUNCTIONS = frozenset({
 })
 
 
+WALK_BUDGET = 20_000  # entries one walk may visit through followed calls
+
+
 @dataclass(frozen=True)
 class Scope:
     no_grad: bool = False  # inside torch.no_grad()/inference_mode(), or a function decorated so
@@ -55,17 +58,21 @@ class Body:
     entries: list[Any] = field(default_factory=list)  # CallInfo | Mark | Body (a nested loop)
     iterable: Any = None  # for loops: the value iterated over
 
-    def walk(self, expand: bool = True, _seen: set[int] | None = None) -> Iterator[Any]:
-        """Entries in order, descending into nested loops and (if expand) into local calls."""
+    def walk(self, expand: bool = True, _seen: set[int] | None = None, _budget: list[int] | None = None
+             ) -> Iterator[Any]:
+        """Entries in order, descending into nested loops and (if expand) into local calls; past a
+        budget of entries calls are no longer followed (every path is walked: exponential at worst)."""
         seen = _seen if _seen is not None else {id(self)}
+        budget = _budget if _budget is not None else [WALK_BUDGET]
         for entry in self.entries:
             if isinstance(entry, Body):
                 yield entry
-                yield from entry.walk(expand, seen)
+                yield from entry.walk(expand, seen, budget)
                 continue
+            budget[0] -= 1
             yield entry
             body = getattr(getattr(entry, "callee", None), "body", None)
-            if expand and isinstance(body, Body) and id(body) not in seen:
+            if expand and isinstance(body, Body) and id(body) not in seen and budget[0] > 0:
                 seen.add(id(body))
-                yield from body.walk(expand, seen)
+                yield from body.walk(expand, seen, budget)
                 seen.discard(id(body))

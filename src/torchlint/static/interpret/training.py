@@ -87,10 +87,13 @@ def _scaled(ctx: FileContext, kind: str, call: CallInfo) -> bool:
     return False
 
 
+EXPANSION_BUDGET = 20_000  # entries one body's analysis may visit through followed calls
+
+
 def actions(ctx: FileContext, body: Body) -> list[Action]:
     """The gradient actions a body performs, in order, through nested loops, calls and closures."""
     found: list[Action] = []
-    for entry, cond in entries(body, (), {id(body)}):
+    for entry, cond in entries(body, (), {id(body)}, [EXPANSION_BUDGET]):
         kind = classify(ctx, entry)
         if kind is None:
             continue
@@ -103,17 +106,23 @@ def actions(ctx: FileContext, body: Body) -> list[Action]:
     return found
 
 
-def entries(body: Body, cond: tuple, seen: set[int]) -> Iterator[tuple[object, tuple]]:
-    """Calls and marks in order, with the flags of the call sites that led into each function."""
+def entries(body: Body, cond: tuple, seen: set[int], budget: list[int] | None = None) -> Iterator[tuple[object, tuple]]:
+    """Calls and marks in order, with the flags of the call sites that led into each function.
+
+    Calls are followed along every path, which is exponential in a file whose functions call each
+    other a lot (a recursive-descent parser): past the budget of entries, calls are no longer followed."""
+    if budget is None:
+        budget = [EXPANSION_BUDGET]
     for entry in body.entries:
         if isinstance(entry, Body):
-            yield from entries(entry, cond, seen)
+            yield from entries(entry, cond, seen, budget)
             continue
+        budget[0] -= 1
         yield entry, cond
         callee = getattr(getattr(entry, "callee", None), "body", None)
-        if isinstance(callee, Body) and id(callee) not in seen:
+        if isinstance(callee, Body) and id(callee) not in seen and budget[0] > 0:
             seen.add(id(callee))
-            yield from entries(callee, cond + entry.scope.cond, seen)
+            yield from entries(callee, cond + entry.scope.cond, seen, budget)
             seen.discard(id(callee))
 
 

@@ -16,7 +16,7 @@ from dataclasses import replace
 
 import libcst as cst
 
-from torchlint.static.facts.values import NOTHING, Value, constant, join
+from torchlint.static.facts.values import NOTHING, Value, constant, join, literal_number
 from torchlint.static.interpret import guards
 from torchlint.static.interpret.calls import Calls
 from torchlint.static.interpret.context import FileContext
@@ -66,7 +66,7 @@ class Walker(Expressions, Calls):
         }
         self._expr: dict[type, Callable[[cst.CSTNode], Value]] = {
             cst.Name: self._name,
-            cst.Integer: lambda n: constant(int(n.value.replace("_", ""), 0), n),
+            cst.Integer: lambda n: constant(literal_number(n.value), n),
             cst.Float: self._float,
             cst.Attribute: self._attribute,
             cst.Call: self._call,
@@ -308,10 +308,12 @@ class Walker(Expressions, Calls):
         self.scope = body.scope
         self.logs.append(body)
         self.ctx.functions.append(body)
+        self.ctx.enclosing.append(node)
         try:
             self._preregister(node.body.body if isinstance(node.body, cst.IndentedBlock) else [], frame.env)
             self.body(node)
         finally:
+            self.ctx.enclosing.pop()
             self.logs.pop()
             self.scope = outer_scope
             self.fp16 -= fp16

@@ -18,11 +18,15 @@ class HandWrittenBce(Rule):
     )
 
     def on_binop(self, ctx: FileContext, node: cst.BinaryOperation) -> None:
-        if ctx.is_claimed(node):
+        done = ctx.memo.setdefault(self.info.code, set())
+        if ctx.is_claimed(node) or id(node) in done:
             return
         logs: list[CallInfo] = []
         inner: list[cst.CSTNode] = []
         _collect(ctx, node, logs, inner)
+        # the operations inside were judged with this one (their log pairs are among its pairs):
+        # not collecting each again keeps a long chain `a + b + c + ...` linear instead of quadratic
+        done.update(id(n) for n in inner)
         if len(logs) < 2:
             return
         texts = {id(log): ctx.shape(log.operand) for log in logs if log.operand is not None}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from torchlint.rule import RuleInfo
+from torchlint.static.facts.values import literal_number
 from torchlint.static.interpret.context import CallInfo, FileContext, PendingFix
 from torchlint.static.facts.ops import INTEGRAL_OPS
 from torchlint.static.rules.base import Rule, atom, spelled
@@ -55,4 +56,4 @@ class ImpreciseLog1p(Rule):
 
 
 def _is_one(node) -> bool:
-    return isinstance(node, (cst.Integer, cst.Float)) and not node.lpar and float(node.value) == 1.0
+    return isinstance(node, (cst.Integer, cst.Float)) and not node.lpar and literal_number(node.value) == 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from torchlint.rule import RuleInfo
+from torchlint.static.facts.values import literal_number
 from torchlint.static.interpret.context import FileContext, PendingFix
 from torchlint.static.rules.base import Rule, atom, spelled
 
@@ -20,7 +21,7 @@ class ImpreciseExpm1(Rule):
         if not isinstance(node.operator, cst.Subtract) or ctx.is_claimed(node):
             return
         right = node.right
-        if not (isinstance(right, (cst.Integer, cst.Float)) and float(right.value) == 1.0):
+        if not (isinstance(right, (cst.Integer, cst.Float)) and literal_number(right.value) == 1):
             return
         exp = ctx.call(node.left)
         if exp is None or exp.op != "exp" or exp.operand is None or node.left.lpar:

@@ -20,18 +20,28 @@ class HandWrittenSoftmax(Rule):
 
     def on_binop(self, ctx: FileContext, node: cst.BinaryOperation) -> None:
         if isinstance(node.operator, cst.Divide) and ctx.value(node.left).op == "exp":
-            ctx.memo.setdefault(self.info.code, []).append(node)
+            self._candidate(ctx, node)
 
     def on_augassign(self, ctx: FileContext, node: cst.AugAssign) -> None:
         if isinstance(node.operator, cst.DivideAssign) and ctx.value(node.target).op == "exp":
-            ctx.memo.setdefault(self.info.code, []).append(node)
+            self._candidate(ctx, node)
+
+    def _candidate(self, ctx: FileContext, node: cst.CSTNode) -> None:
+        """The division, with the function it is in (None: module level) for the second pass."""
+        ctx.memo.setdefault(self.info.code, []).append((node, ctx.enclosing[-1] if ctx.enclosing else None))
 
     def on_end(self, ctx: FileContext) -> None:
-        candidates = {id(node) for node in ctx.memo.get(self.info.code, ())}
-        if not candidates:
-            return  # the second pass over the tree (for local definitions) only runs when needed
+        pairs = ctx.memo.get(self.info.code, ())
+        if not pairs:
+            return  # the second pass (for local definitions) only runs when needed
+        candidates = {id(node) for node, _ in pairs}
         finder = _Divisions()
-        ctx.module.visit(finder)
+        # only the functions holding a candidate: a pass over a whole big module costs as much as its parse
+        for function in {id(f): f for _, f in pairs if f is not None}.values():
+            function.visit(finder)
+        if any(f is None for _, f in pairs):
+            finder.module_level = True
+            ctx.module.visit(finder)
         for division, numerator, denominator, defs in finder.found:
             if id(division) not in candidates or ctx.is_claimed(division):
                 continue
@@ -99,12 +109,17 @@ class _Divisions(cst.CSTVisitor):
     def __init__(self) -> None:
         self.found: list[tuple] = []
         self.defs: list[dict[str, list]] = [{}]
+        self.module_level = False  # a pass for module-level divisions: function bodies are skipped
 
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        if self.module_level:
+            return False
         self.defs.append({})
+        return True
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
-        self.defs.pop()
+        if not self.module_level:
+            self.defs.pop()
 
     def visit_Assign(self, node: cst.Assign) -> None:
         for target in node.targets:

@@ -33,8 +33,11 @@ class DataAttribute(Rule):
     )
 
     def on_end(self, ctx: FileContext) -> None:
-        for entry in ctx.timeline:
-            if isinstance(entry, Mark) and entry.kind == "data_write" and _activation(entry):
+        writes = [e for e in ctx.timeline if isinstance(e, Mark) and e.kind == "data_write"]
+        if not writes:
+            return  # nothing to report: the loops' expanded walks below can be long (calls are followed)
+        for entry in writes:
+            if _activation(entry):
                 self._report(ctx, entry, f"`{ctx.code(entry.node.value, 30)}` is an activation computed with "
                              "gradients: backward will use the values the forward pass saved, as if this "
                              "write never happened")
