@@ -65,7 +65,7 @@ def test_json_is_a_stable_list(project, capsys):
     assert [f["code"] for f in data] == ["TL102", "TL106"]
     first = data[0]
     assert set(first) == {"code", "name", "severity", "message", "filename", "location", "end_location",
-                          "help", "url", "fix", "depths", "cell"}
+                          "help", "url", "fix", "depths", "cell", "related"}
     assert first["cell"] is None
     assert first["location"] == {"row": 5, "column": 12}
     assert first["message"].startswith("`torch.log(torch.softmax(h, -1))`: `torch.softmax(h, -1)` is a softmax output")
@@ -81,3 +81,41 @@ def test_github_annotations(project, capsys):
                                "title=TL102 (log-of-probability)::TL102 `torch.log(")
     assert escape_data("a%b\nc\r") == "a%25b%0Ac%0D"
     assert escape_property("x:y,z") == "x%3Ay%2Cz"
+
+
+TWO_ENDS = """import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 4)
+
+    def forward(self, x):
+        return F.relu(self.fc(x))
+
+
+def step(x, y):
+    return F.cross_entropy(Net()(x), y)
+"""
+
+
+def test_the_other_end_of_a_finding_in_text_json_and_sarif(project, capsys, sarif_schema):
+    text = report(project, capsys, "text", text=TWO_ENDS)
+    assert "  = note: the ReLU is applied here (m.py:12:16)" in text.splitlines()
+    [finding] = json.loads(report(project, capsys, "json", text=TWO_ENDS))
+    assert (finding["code"], finding["location"]["row"]) == ("TL117", 16)
+    assert finding["related"] == [
+        {"filename": "m.py", "location": {"row": 12, "column": 16}, "message": "the ReLU is applied here"}]
+    log = json.loads(report(project, capsys, "sarif", text=TWO_ENDS))
+    jsonschema.validate(log, sarif_schema)
+    [related] = log["runs"][0]["results"][0]["relatedLocations"]
+    assert related["physicalLocation"]["region"] == {"startLine": 12, "startColumn": 16}
+    assert related["message"]["text"] == "the ReLU is applied here"
+    # the findings cache keeps the related location
+    main(["m.py", "--output-format", "json"])
+    capsys.readouterr()
+    main(["m.py", "--output-format", "json"])
+    assert json.loads(capsys.readouterr().out)[0]["related"] == finding["related"]

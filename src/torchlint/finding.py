@@ -27,6 +27,16 @@ class Fix:
 
 
 @dataclass(frozen=True)
+class Related:
+    """The other end of a finding: where the value it is about was made (the sigmoid, the store)."""
+
+    path: str
+    line: int
+    column: int
+    message: str
+
+
+@dataclass(frozen=True)
 class Finding:
     code: str
     name: str
@@ -44,6 +54,7 @@ class Finding:
     # edits) and the same span as (line, column, end line, end column) of the raw .ipynb text.
     cell: int | None = None
     notebook_span: tuple[int, int, int, int] | None = None
+    related: tuple[Related, ...] = ()
 
     @property
     def sort_key(self) -> tuple[Any, ...]:
@@ -68,6 +79,7 @@ class Finding:
         if fix is not None:
             fix = Fix(fix["message"], fix["applicability"], tuple(Edit(**e) for e in fix["edits"]))
         data["depths"] = tuple(data.get("depths", ("static",)))
+        data["related"] = tuple(Related(**r) for r in data.get("related", ()))
         if data.get("notebook_span") is not None:
             data["notebook_span"] = tuple(data["notebook_span"])
         return cls(fix=fix, **data)

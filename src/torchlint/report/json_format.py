@@ -36,6 +36,10 @@ def finding_json(finding: Finding) -> dict:
         "url": DOCS_URL.format(code=finding.code),
         "fix": fix,
         "depths": list(finding.depths),
+        "related": [
+            {"filename": r.path, "location": {"row": r.line, "column": r.column}, "message": r.message}
+            for r in finding.related
+        ],
     }
 
 

@@ -90,6 +90,15 @@ def render_sarif(findings: list[Finding], *, root: str | None = None, sources: d
             },
             "properties": {"depths": list(f.depths)},
         }
+        if f.related:
+            result["relatedLocations"] = [{
+                "id": number,
+                "physicalLocation": {
+                    "artifactLocation": _location(*_uri(r.path, base)),
+                    "region": {"startLine": r.line, "startColumn": r.column},
+                },
+                "message": {"text": r.message},
+            } for number, r in enumerate(f.related, 1)]
         if f.cell is not None:
             result["properties"].update(cell=f.cell, cellLine=f.line, cellColumn=f.column)
         if f.fix is not None and f.cell is None:  # a cell's edits are not edits of the JSON text

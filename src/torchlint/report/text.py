@@ -41,6 +41,9 @@ def render_text(findings: list[Finding], *, statistics: bool = False, color: boo
                         else len(text) - finding.column + 1)
             out.append(f"  {number} | {text}")
             out.append(f"  {' ' * len(number)} | {' ' * (finding.column - 1)}{red}^{'~' * (width - 1)}{reset}")
+        for related in finding.related:
+            out.append(f"  {cyan}= note:{reset} {related.message} "
+                       f"({display_path(related.path)}:{related.line}:{related.column})")
         if finding.help:
             out.append(f"  {cyan}= help:{reset} {finding.help}")
         out.append("")

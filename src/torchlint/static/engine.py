@@ -13,7 +13,7 @@ from typing import Any
 import libcst as cst
 
 from torchlint.catalog import SYNTAX_ERROR, UNREADABLE_FILE
-from torchlint.finding import Edit, Finding, Fix
+from torchlint.finding import Edit, Finding, Fix, Related
 from torchlint.rule import RuleInfo
 from torchlint.source import source_lines
 from torchlint.static import suppress
@@ -119,6 +119,7 @@ def _check_text(source, path, enabled, options, file, deps) -> list[Finding]:
     for pending in ctx.pending:
         if pending.fix is not None:
             targets.extend(node for node, _ in pending.fix.replacements)
+        targets.extend(node for node, _ in pending.related)
     spans = locate(module, targets)
     lines = source_lines(source)
     findings = []
@@ -140,7 +141,9 @@ def _check_text(source, path, enabled, options, file, deps) -> list[Finding]:
             edits = tuple(_edit(spans[id(node)], text) for node, text in pending.fix.replacements
                           if id(node) in spans)
             fix = Fix(pending.fix.message, pending.fix.applicability, edits)
-        findings.append(_finding(pending.rule, pending.message, path, span, fix))
+        related = tuple(Related(path, spans[id(node)][0], spans[id(node)][1], text)
+                        for node, text in pending.related if id(node) in spans and spans[id(node)] != span)
+        findings.append(_finding(pending.rule, pending.message, path, span, fix, related))
     findings.sort(key=lambda f: f.sort_key)
     return findings
 
@@ -185,10 +188,11 @@ def _cpython_syntax_error(error: SyntaxError, path: str):
     return f"syntax error: {error.msg}", path, (line, column, line, column)
 
 
-def _finding(rule: RuleInfo, message: str, path: str, span, fix: Fix | None = None) -> Finding:
+def _finding(rule: RuleInfo, message: str, path: str, span, fix: Fix | None = None,
+             related: tuple[Related, ...] = ()) -> Finding:
     line, column, end_line, end_column = span
     return Finding(
         code=rule.code, name=rule.name, severity=rule.severity, message=message, path=path,
         line=line, column=column, end_line=end_line, end_column=end_column,
-        help=rule.summary, fix=fix,
+        help=rule.summary, fix=fix, related=related,
     )

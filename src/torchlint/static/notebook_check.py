@@ -102,7 +102,8 @@ def _to_cell(finding: Finding, program: Program) -> Finding:
         touched = {n for e in edits for n in range(e.line, e.end_line + 1)}
         # an edit on a line the magics rewrote would write the rewrite back: not offered
         fix = None if touched & program.changed[index] else replace(fix, edits=edits)
-    return replace(finding, cell=program.cells[index].number, line=line, end_line=finding.end_line - shift, fix=fix)
+    return replace(finding, cell=program.cells[index].number, line=line, end_line=finding.end_line - shift, fix=fix,
+                   related=())  # positions of the joined program, not of a cell
 
 
 def _with_raw_span(finding: Finding, notebook: Notebook) -> Finding:

@@ -27,6 +27,7 @@ class Pending:
     node: cst.CSTNode
     message: str
     fix: PendingFix | None = None
+    related: tuple[tuple[cst.CSTNode, str], ...] = ()  # (node, what happens there), same file
 
 
 class CallInfo:
@@ -156,7 +157,8 @@ class FileContext:
         return self.options.get(rule.code, {}).get(name, rule.options[name])
 
     def report(
-        self, rule: RuleInfo, node: cst.CSTNode, message: str, fix: PendingFix | None = None
+        self, rule: RuleInfo, node: cst.CSTNode, message: str, fix: PendingFix | None = None,
+        related: tuple[tuple[cst.CSTNode, str], ...] = (),
     ) -> None:
         self.claim(node)
-        self.pending.append(Pending(rule, node, message, fix))
+        self.pending.append(Pending(rule, node, message, fix, related))

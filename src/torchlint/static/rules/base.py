@@ -37,6 +37,15 @@ def loss_input(call: CallInfo) -> cst.BaseExpression | None:
     return call.param(0, "input") if call.form == "function" else call.operand
 
 
+def made_at(ctx: FileContext, prediction, what: str) -> tuple[tuple[cst.CSTNode, str], ...]:
+    """The expression that produced the loss's input, as a related location (`the sigmoid is applied
+    here`), when it is another expression than the argument itself (a model's forward, a helper)."""
+    node = ctx.value(prediction).node
+    if node is None or node is prediction or not isinstance(node, cst.CSTNode):
+        return ()
+    return ((node, what),)
+
+
 def spelled(ctx: FileContext, call: CallInfo, name: str) -> str | None:
     """How to write the function `name` in the same namespace as `call` (torch.log -> torch.log1p)."""
     if call.form != "function" or call.qual is None:

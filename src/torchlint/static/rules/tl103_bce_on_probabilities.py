@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from torchlint.rule import RuleInfo
 from torchlint.static.interpret.context import CallInfo, FileContext, PendingFix
-from torchlint.static.rules.base import Rule, loss_input, spelled
+from torchlint.static.rules.base import Rule, loss_input, made_at, spelled
 
 
 class BceOnProbabilities(Rule):
@@ -30,7 +30,8 @@ class BceOnProbabilities(Rule):
             "probabilities saturates at 0/1 (clamped log, vanishing gradient). Pass the logits to "
             "binary_cross_entropy_with_logits / BCEWithLogitsLoss"
         )
-        ctx.report(self.info, call.node, message, _fix(ctx, call, prediction, value.node))
+        ctx.report(self.info, call.node, message, _fix(ctx, call, prediction, value.node),
+                   related=made_at(ctx, prediction, "the sigmoid is applied here"))
 
 
 def _same_function(ctx: FileContext, call: CallInfo, producer_node) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from torchlint.rule import RuleInfo
 from torchlint.static.interpret.context import CallInfo, FileContext
-from torchlint.static.rules.base import Rule, loss_input
+from torchlint.static.rules.base import Rule, loss_input, made_at
 
 _SQUASHED = {
     "softmax": "a softmax output",
@@ -40,10 +40,12 @@ class SoftmaxBeforeCrossEntropy(Rule):
                 self.info, call.node,
                 f"{shown} is {_SQUASHED[value.op]}, but {loss} applies {applied} itself: the loss sees "
                 "squashed values twice, stays bounded away from 0 and its gradients shrink. Pass the raw logits",
+                related=made_at(ctx, prediction, f"the {value.op} is applied here"),
             )
         elif call.op == "nll_loss" and value.op in ("softmax", "sigmoid"):
             ctx.report(
                 self.info, call.node,
                 f"{shown} is {_SQUASHED[value.op]}, but nll_loss expects log-probabilities; use log_softmax "
                 "(or cross_entropy on the logits)",
+                related=made_at(ctx, prediction, f"the {value.op} is applied here"),
             )

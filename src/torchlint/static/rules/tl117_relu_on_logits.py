@@ -5,7 +5,7 @@ from __future__ import annotations
 from torchlint.rule import RuleInfo
 from torchlint.static.facts.ops import LOGIT_LOSSES
 from torchlint.static.interpret.context import CallInfo, FileContext
-from torchlint.static.rules.base import Rule, loss_input
+from torchlint.static.rules.base import Rule, loss_input, made_at
 
 
 class ReluOnLogits(Rule):
@@ -26,4 +26,5 @@ class ReluOnLogits(Rule):
             f"`{ctx.code(call.node)}`: `{ctx.code(prediction, 40)}` went through a ReLU, so every negative "
             "logit is 0: the classes it ranked below zero become indistinguishable and get no gradient "
             "(a dead output). Remove the final ReLU; the loss applies its own normalisation",
+            related=made_at(ctx, prediction, "the ReLU is applied here"),
         )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from torchlint.rule import RuleInfo
 from torchlint.static.facts.ops import LINEAR_OUTPUT
 from torchlint.static.interpret.context import CallInfo, FileContext
-from torchlint.static.rules.base import Rule, loss_input
+from torchlint.static.rules.base import Rule, loss_input, made_at
 
 
 class LogitsIntoProbabilityLoss(Rule):
@@ -33,4 +33,5 @@ class LogitsIntoProbabilityLoss(Rule):
             self.info, call.node,
             f"`{ctx.code(call.node)}`: `{ctx.code(prediction, 40)}` is the raw output of a linear layer; "
             + consequence,
+            related=made_at(ctx, prediction, "the linear layer's output is made here"),
         )
