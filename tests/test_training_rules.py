@@ -418,6 +418,60 @@ CASES = {
                 loss = F.cross_entropy(fmodel(x), y)
                 diffopt.step(loss)
         """, set()),
+    "float16 autocast without a GradScaler, in the loop or in a step function it calls": ("""
+        import torch
+        def train(model, loader, optimizer, device="cuda"):
+            for x, y in loader:
+                optimizer.zero_grad()
+                with torch.autocast(device_type=device):
+                    loss = model(x).sum()
+                loss.backward()
+                optimizer.step()
+        def forward_step(model, x):
+            with torch.cuda.amp.autocast():
+                return model(x).sum()
+        def fit(model, loader, optimizer):
+            for x in loader:
+                forward_step(model, x).backward()
+                optimizer.step()
+                optimizer.zero_grad()
+        """, {("TL307", 6), ("TL307", 11)}),
+    "clean: bfloat16 autocast, a library's backward": ("""
+        import torch
+        def train(model, loader, optimizer, accelerator):
+            for x, y in loader:
+                optimizer.zero_grad()
+                with torch.autocast("cuda", dtype=torch.bfloat16):
+                    loss = model(x).sum()
+                loss.backward()
+                optimizer.step()
+                with torch.autocast("cuda"):
+                    loss = model(x).sum()
+                accelerator.backward(loss)
+                optimizer.step()
+        """, set()),
+    "clean: autocast on a device from a parameter, in a file that never targets CUDA": ("""
+        import torch
+        def cpu(model, loader, optimizer, device):
+            for x in loader:
+                with torch.autocast(device_type=device):
+                    loss = model(x).sum()
+                loss.backward()
+                optimizer.step()
+                optimizer.zero_grad()
+        """, set()),
+    "clean: a GradScaler enabled by a flag": ("""
+        import torch
+        def train(model, loader, optimizer, use_amp):
+            scaler = torch.amp.GradScaler("cuda", enabled=use_amp)
+            for x, y in loader:
+                optimizer.zero_grad()
+                with torch.autocast("cuda", enabled=use_amp):
+                    loss = model(x).sum()
+                scaler.scale(loss).backward()
+                scaler.step(optimizer)
+                scaler.update()
+        """, set()),
     "clipping is missing for a recurrent model imported from the project; a closure optimizer is fine": ("""
         import torch
         import torch.nn as nn

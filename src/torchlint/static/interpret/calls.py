@@ -255,26 +255,31 @@ class Calls:
         return arith(op, left, right, left_node, right_node, node, self.fp16 > 0)
 
     def _is_fp16_autocast(self, call: cst.Call) -> bool:
-        qual = self.ctx.qualify(call.func) or ""
-        if not qual.endswith("autocast") or not qual.startswith("torch."):
-            return False
-        dtype = None
-        device = None
-        enabled = True
-        for index, arg in enumerate(call.args):
-            name = arg.keyword.value if arg.keyword is not None else ("device_type" if index == 0 else "")
-            if name == "dtype":
-                dtype = self.ctx.qualify(arg.value)
-            elif name == "device_type" and isinstance(arg.value, cst.SimpleString):
-                device = arg.value.evaluated_value
-            elif name == "enabled" and isinstance(arg.value, cst.Name) and arg.value.value == "False":
-                enabled = False
-        if not enabled:
-            return False
-        if dtype is not None:
-            return dtype in ops.FLOAT16_NAMES
-        return qual == "torch.cuda.amp.autocast" or device == "cuda"
+        return autocast_dtype(self.ctx, call) == "float16"
 
+
+def autocast_dtype(ctx: FileContext, call: cst.Call) -> str | None:
+    """What `torch.autocast(...)` / `torch.cuda.amp.autocast()` computes in: "float16", "bfloat16",
+    "default" (no dtype, device not written as a string: float16 on CUDA, bfloat16 on CPU), or None
+    when it is not an enabled autocast."""
+    qual = ctx.qualify(call.func) or ""
+    if not qual.endswith("autocast") or not qual.startswith("torch."):
+        return None
+    dtype = None
+    device = None
+    for index, arg in enumerate(call.args):
+        name = arg.keyword.value if arg.keyword is not None else ("device_type" if index == 0 else "")
+        if name == "dtype":
+            dtype = ctx.qualify(arg.value)
+        elif name == "device_type" and isinstance(arg.value, cst.SimpleString):
+            device = arg.value.evaluated_value
+        elif name == "enabled" and isinstance(arg.value, cst.Name) and arg.value.value == "False":
+            return None
+    if dtype is not None:
+        return "float16" if dtype in ops.FLOAT16_NAMES else "bfloat16"
+    if qual == "torch.cuda.amp.autocast" or device == "cuda":
+        return "float16"
+    return "default" if device is None else "bfloat16"
 
 
 def _claim_where_guarded(ctx: FileContext, call: cst.Call) -> None:

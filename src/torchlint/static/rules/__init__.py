@@ -15,6 +15,7 @@ from torchlint.static.rules.tl303_misordered_step import MisorderedStep
 from torchlint.static.rules.tl304_anomaly_detection_left_on import AnomalyDetectionLeftOn
 from torchlint.static.rules.tl305_unscaled_clip import UnscaledClip
 from torchlint.static.rules.tl306_eval_without_no_grad import EvalWithoutNoGrad
+from torchlint.static.rules.tl307_fp16_without_grad_scaler import Fp16WithoutGradScaler
 from torchlint.static.rules.tl401_empty_cache_in_loop import EmptyCacheInLoop
 from torchlint.static.rules.tl402_graph_kept_alive import GraphKeptAlive
 from torchlint.static.rules.tl403_synchronous_dataloader import SynchronousDataloader
@@ -72,6 +73,7 @@ STATIC_RULES: tuple[Rule, ...] = (
     AnomalyDetectionLeftOn(),
     UnscaledClip(),
     EvalWithoutNoGrad(),
+    Fp16WithoutGradScaler(),
     EmptyCacheInLoop(),
     GraphKeptAlive(),
     SynchronousDataloader(),
