@@ -324,6 +324,20 @@ CASES = {
                 history.append(loss)
             return history
         """, {("TL402", 11)}),
+    "clean: a step's loss built from two terms with += before backward": ("""
+        import torch.nn as nn
+        criterion = nn.BCEWithLogitsLoss()
+        def train(model, loader, optimizer):
+            total = 0
+            for x, pos, neg in loader:
+                optimizer.zero_grad()
+                loss = criterion(model(x), pos)
+                loss += criterion(model(x), neg)
+                loss.backward()
+                optimizer.step()
+                total += float(loss)
+            return total
+        """, set()),
     "predictions kept with their graph in a training loop": ("""
         import torch
         import torch.nn as nn

@@ -41,6 +41,8 @@ class GraphKeptAlive(Rule):
                     target, node = entry.args[0], entry.node
                 if target is None or entry.scope.no_grad or _cuts_graph(ctx, target):
                     continue
+                if isinstance(entry, Mark) and _rebound_each_iteration(loop.node, entry.node):
+                    continue  # `loss = a; loss += b` builds this step's loss: nothing outlives the step
                 value = ctx.value(target)
                 if value.tracked is False:
                     continue  # `.item()`, `.detach()` inside a called function: no graph to keep
@@ -77,6 +79,34 @@ def _holders(ctx: FileContext, loop, receivers: set[str]) -> dict[str, str]:
             continue
         found[match.group(1)] = receiver
     return found
+
+
+def _rebound_each_iteration(loop_node, augassign: cst.AugAssign) -> bool:
+    """The `+=` target is plainly assigned earlier in the same loop body (source order)."""
+    body = getattr(loop_node, "body", None)
+    if not isinstance(augassign.target, cst.Name) or not isinstance(body, cst.CSTNode):
+        return False
+    order = _AssignOrder(augassign.target.value, augassign)
+    body.visit(order)
+    return order.assigned_before
+
+
+class _AssignOrder(cst.CSTVisitor):
+    def __init__(self, name: str, stop: cst.CSTNode) -> None:
+        self.name, self.stop = name, stop
+        self.assigned_before = False
+        self.done = False
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if self.done:
+            return False
+        if node is self.stop:
+            self.done = True
+            return False
+        if isinstance(node, cst.Assign) and any(
+                isinstance(t.target, cst.Name) and t.target.value == self.name for t in node.targets):
+            self.assigned_before = True
+        return True
 
 
 def _cuts_graph(ctx: FileContext, node) -> bool:
