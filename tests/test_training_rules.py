@@ -324,6 +324,24 @@ CASES = {
                 history.append(loss)
             return history
         """, {("TL402", 11)}),
+    "clip after the scaled backward is reported, the clip in the branch without AMP is not": ("""
+        import torch
+        def train(model, loader, optimizer, scaler, args):
+            for x in loader:
+                optimizer.zero_grad()
+                if torch.cuda.is_available() and args.amp:
+                    with torch.autocast("cuda"):
+                        loss = model(x).sum()
+                    scaler.scale(loss).backward()
+                    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                    scaler.step(optimizer)
+                    scaler.update()
+                else:
+                    loss = model(x).sum()
+                    loss.backward()
+                    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+                    optimizer.step()
+        """, {("TL305", 10)}),
     "clean: a step's loss built from two terms with += before backward": ("""
         import torch.nn as nn
         criterion = nn.BCEWithLogitsLoss()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from torchlint.rule import RuleInfo
 from torchlint.static.interpret.context import FileContext
 from torchlint.static.rules.base import Rule
-from torchlint.static.interpret.training import CLIP, UNSCALE, innermost_training_loops, paths, uses_scaler
+from torchlint.static.interpret.training import BACKWARD, CLIP, UNSCALE, innermost_training_loops, paths, uses_scaler
 
 
 class UnscaledClip(Rule):
@@ -23,10 +23,15 @@ class UnscaledClip(Rule):
     def _check_path(self, ctx: FileContext, steps) -> None:
         if uses_scaler(steps):
             unscaled = False
+            scaled = True  # no backward seen yet: a helper that clips what the loop scaled
             for action in steps:
                 if action.kind == UNSCALE:
                     unscaled = True
-                elif action.kind == CLIP and not unscaled:
+                elif action.kind == BACKWARD:
+                    # the gradients a clip sees come from the latest backward: a plain one (the
+                    # branch without AMP) made unscaled gradients
+                    scaled, unscaled = action.scaled, False
+                elif action.kind == CLIP and scaled and not unscaled:
                     ctx.report(
                         self.info, action.node,
                         f"`{ctx.code(action.node)}` clips gradients still multiplied by the GradScaler's scale "
