@@ -406,6 +406,15 @@ CASES = {
             model.zero_grad(set_to_none=False)
             return torch.load(path, weights_only=False)
         """, {("TL404", 4), ("TL701", 5)}, ["TL404"]),
+    "weights_only=False on a file the module saved itself is fine, on a user-supplied one it is not": ("""
+        import torch
+        def cache(data, path):
+            torch.save(data, path)
+        def load(path):
+            return torch.load(path, weights_only=False)
+        def convert(in_path, out_path):
+            torch.save(torch.load(in_path, weights_only=False)["model"], out_path)
+        """, {("TL701", 8)}),
     "clean: default zero_grad and load": ("""
         import torch
         def f(model, path):
