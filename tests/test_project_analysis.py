@@ -226,3 +226,33 @@ def main(loader):
 def test_the_trained_model_imported_from_the_project_decides_missing_clipping(tmp_path):
     root = make(tmp_path, {"model.py": RECURRENT, "train.py": TRAIN_RECURRENT})
     assert found(root) == [("train.py", "TL302", 10)]
+
+
+NO_GRAD_CALLERS = """
+import torch
+
+
+def _load_state(model, state):
+    for name, module in model.named_modules():
+        if name in state:
+            module.weight.copy_(state.pop(name))
+
+
+@torch.no_grad()
+def initialize(model, state):
+    _load_state(model, state)
+
+
+def _shrink(model):
+    for module in model.modules():
+        module.weight.mul_(0.5)
+
+
+def train_step(model, state):
+    _shrink(model)
+"""
+
+
+def test_a_helper_only_called_under_no_grad_runs_without_grad(tmp_path):
+    # _load_state is only called from a @torch.no_grad() function; _shrink is called with grad on
+    assert found(make(tmp_path, {"m.py": NO_GRAD_CALLERS})) == [("m.py", "TL202", 18)]

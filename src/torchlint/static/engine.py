@@ -151,14 +151,15 @@ def _check_text(source, path, enabled, options, file, deps) -> list[Finding]:
 def _walk(module, path, source, options, file, handlers) -> FileContext:
     """Walk with the rules; walk again while calls in the file teach parameters something new."""
     facts: dict = {}
-    seen = callsites.signature(facts)
+    quiet: frozenset[int] = frozenset()
+    seen = callsites.signature(facts, quiet)
     for _ in range(callsites.MAX_WALKS):
         ctx = FileContext(path=path, source=source, module=module, options=options or {},
                           project=PROCESS_PROJECT if file is not None else None, file=file,
-                          call_sites=callsites.CallSites(), param_facts=facts)
+                          call_sites=callsites.CallSites(), param_facts=facts, grad_off_functions=quiet)
         Walker(ctx, handlers).run(module)
-        facts = ctx.call_sites.facts()
-        now = callsites.signature(facts)
+        facts, quiet = ctx.call_sites.facts(), ctx.call_sites.grad_off()
+        now = callsites.signature(facts, quiet)
         if now == seen:
             break
         seen = now

@@ -66,7 +66,8 @@ class Calls:
             else:
                 star = True
         if info.form == "local" and ctx.call_sites is not None:
-            ctx.call_sites.record(info.callee, isinstance(func, cst.Attribute), values, keywords, star)
+            ctx.call_sites.record(info.callee, isinstance(func, cst.Attribute), values, keywords, star,
+                                  self.scope.no_grad)
 
         if info.op == "where":
             _claim_where_guarded(ctx, node)

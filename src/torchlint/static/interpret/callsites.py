@@ -2,9 +2,10 @@
 
 The first walk records, for every call that resolves to a function, method or class defined in
 the file (``train(loader, model)``, ``self.step(batch)``, ``Net(4)``, ``model(x)`` -> ``forward``),
-the values of its arguments. A parameter's fact is the join over those calls, so it is known only
+the values of its arguments and whether the call runs with grad mode off. A parameter's fact is the join over those calls, so it is known only
 where every recorded call agrees (a call with ``*args``/``**kwargs`` makes everything unknown); a
-function never called in the file keeps unknown parameters. When some parameter gained a fact,
+function never called in the file keeps unknown parameters. A function whose every call runs
+under ``no_grad`` (a helper of an ``@torch.no_grad()`` loader) runs in no-grad scope too. When some parameter gained a fact,
 the file is walked again with the facts bound; a second round follows chains one call deeper.
 """
 
@@ -30,7 +31,7 @@ class CallSites:
         self.calls: dict[int, tuple[cst.FunctionDef, list[tuple]]] = {}
 
     def record(self, callee: Value, bound: bool, args: list[Value], kwargs: dict[str, Value],
-               star: bool) -> None:
+               star: bool, no_grad: bool = False) -> None:
         target = callee
         if callee.kind == "class" and callee.cls is not None:
             target, bound = callee.cls.methods.get("__init__", NOTHING), True
@@ -43,7 +44,7 @@ class CallSites:
         if not isinstance(node, cst.FunctionDef):
             return
         entry = self.calls.setdefault(id(node), (node, []))
-        entry[1].append((bound, tuple(args), dict(kwargs), star))
+        entry[1].append((bound, tuple(args), dict(kwargs), star, no_grad))
 
     def facts(self) -> dict[int, dict[str, Value]]:
         """Per function node, the parameters every recorded call gives an informative value."""
@@ -53,7 +54,7 @@ class CallSites:
             positional = [p.name.value for p in (*params.posonly_params, *params.params)]
             named = {p.name.value for p in params_of(params)}
             joined: dict[str, Value] = {}
-            for index, (bound, args, kwargs, star) in enumerate(calls):
+            for index, (bound, args, kwargs, star, _no_grad) in enumerate(calls):
                 names = positional[1:] if bound else positional
                 passed: dict[str, Value] = {}
                 if not star:
@@ -66,6 +67,11 @@ class CallSites:
             if known:
                 result[key] = known
         return result
+
+
+    def grad_off(self) -> frozenset[int]:
+        """Functions every recorded call of which runs with grad mode off (`@torch.no_grad()` callers)."""
+        return frozenset(key for key, (_node, calls) in self.calls.items() if all(call[4] for call in calls))
 
 
 def informative(value: Value) -> bool:
@@ -81,8 +87,8 @@ def informative(value: Value) -> bool:
     return True
 
 
-def signature(facts: dict[int, dict[str, Value]]) -> Any:
+def signature(facts: dict[int, dict[str, Value]], grad_off: frozenset[int] = frozenset()) -> Any:
     """A cheap comparable form of the facts: did a re-walk learn anything new?"""
-    return sorted(
+    return sorted(grad_off), sorted(
         (key, name, v.kind, v.op, v.prob, v.zero, v.tracked, v.lo, v.hi, v.qual, id(v.cls), v.desc)
         for key, params in facts.items() for name, v in params.items())
