@@ -173,6 +173,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--unjudged", action="store_true", help="print unjudged findings as TSV rows")
     parser.add_argument("--markdown", action="store_true", help="print the README tables")
     parser.add_argument("--list", action="store_true", help="print every finding with its verdict")
+    parser.add_argument("--write-docs", action="store_true",
+                        help="write each static rule's measured precision into rules/TLxxx.md")
     args = parser.parse_args(argv)
 
     judgements = load_judgements()
@@ -211,6 +213,8 @@ def main(argv: list[str] | None = None) -> int:
     print(_tables(per_project, per_rule, markdown=args.markdown))
     if skipped:
         print(f"\nskipped (no mirror on this machine): {', '.join(skipped)}")
+    elif args.write_docs and not args.project:
+        write_docs(per_rule, sum(n for _, _, n, *_ in per_project))
     if lost:
         print(f"\nTRUE findings no longer reported ({len(lost)}):")
         for key in lost:
@@ -220,6 +224,36 @@ def main(argv: list[str] | None = None) -> int:
         if args.unjudged:
             print("\n".join(unjudged_rows))
     return 0
+
+
+MEASURED = "Measured on real code"
+
+
+def write_docs(per_rule: dict[str, Counter], lines: int) -> None:
+    """Put each default static rule's judged findings at the end of its doc's "What it does"."""
+    from torchlint.catalog import rule_doc
+    from torchlint.static.rules import STATIC_RULES
+
+    docs = Path(__file__).resolve().parent.parent / "rules"
+    for rule in STATIC_RULES:
+        info = rule.info
+        doc = rule_doc(info.code)
+        if doc is None or "## Why is this bad?" not in doc:
+            continue
+        counts = per_rule.get(info.code, Counter())
+        if not info.default_enabled:
+            sentence = "off by default, not measured"
+        elif not counts:
+            sentence = "no findings"
+        else:
+            sentence = (f"{sum(counts.values())} findings judged {counts['TRUE']} true, {counts['FALSE']} false, "
+                        f"{counts['NOISE']} noise ({_precision(counts)} precision)")
+        line = (f"{MEASURED} (`python bench/corpus.py`: {len(PROJECTS)} public projects, "
+                f"{lines / 1000:.0f} KLOC, each finding judged by reading the code): {sentence}.")
+        head, tail = doc.split("## Why is this bad?", 1)
+        kept = [p for p in head.rstrip().split("\n\n") if not p.startswith(MEASURED)]
+        (docs / f"{info.code}.md").write_text("\n\n".join(kept) + "\n\n" + line + "\n\n## Why is this bad?" + tail,
+                                               encoding="utf-8")
 
 
 def _precision(counts: Counter) -> str:
