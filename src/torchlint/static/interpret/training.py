@@ -90,10 +90,19 @@ def _scaled(ctx: FileContext, kind: str, call: CallInfo) -> bool:
 EXPANSION_BUDGET = 20_000  # entries one body's analysis may visit through followed calls
 
 
+def body_entries(ctx: FileContext, body: Body) -> list[tuple[object, tuple]]:
+    """`entries` of a body from its start, expanded once per file and shared by the rules."""
+    cache = ctx.memo.setdefault("body_entries", {})
+    found = cache.get(id(body))
+    if found is None:
+        found = cache[id(body)] = list(entries(body, (), {id(body)}))
+    return found
+
+
 def actions(ctx: FileContext, body: Body) -> list[Action]:
     """The gradient actions a body performs, in order, through nested loops, calls and closures."""
     found: list[Action] = []
-    for entry, cond in entries(body, (), {id(body)}, [EXPANSION_BUDGET]):
+    for entry, cond in body_entries(ctx, body):
         kind = classify(ctx, entry)
         if kind is None:
             continue

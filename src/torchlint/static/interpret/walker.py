@@ -559,8 +559,6 @@ def _merge(before: dict[str, Value], first: dict[str, Value], second: dict[str, 
     return merged
 
 
-
-
 def _mentions(node, word: str) -> bool:
     """Whether a condition names something containing `word` (`if args.debug:`, `if DEBUG and x`)."""
     stack = [node]

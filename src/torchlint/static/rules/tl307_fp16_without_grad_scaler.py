@@ -5,7 +5,7 @@ from __future__ import annotations
 from torchlint.rule import RuleInfo
 from torchlint.static.interpret.calls import autocast_dtype
 from torchlint.static.interpret.context import CallInfo, FileContext
-from torchlint.static.interpret.training import BACKWARD, entries, innermost_training_loops, uses_scaler
+from torchlint.static.interpret.training import BACKWARD, body_entries, innermost_training_loops, uses_scaler
 from torchlint.static.rules.base import Rule
 
 
@@ -26,7 +26,7 @@ class Fp16WithoutGradScaler(Rule):
                                          for a in steps):
                 continue  # `accelerator.backward(loss)` / `fabric.backward(loss)` scale for themselves
             backward = next(a for a in steps if a.kind == BACKWARD)
-            for entry, _cond in entries(loop, (), {id(loop)}):
+            for entry, _cond in body_entries(ctx, loop):
                 if not isinstance(entry, CallInfo) or id(entry.node) in done:
                     continue
                 dtype = autocast_dtype(ctx, entry.node)

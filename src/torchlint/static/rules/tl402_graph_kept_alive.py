@@ -83,30 +83,37 @@ def _holders(ctx: FileContext, loop, receivers: set[str]) -> dict[str, str]:
 
 def _rebound_each_iteration(loop_node, augassign: cst.AugAssign) -> bool:
     """The `+=` target is plainly assigned earlier in the same loop body (source order)."""
-    body = getattr(loop_node, "body", None)
-    if not isinstance(augassign.target, cst.Name) or not isinstance(body, cst.CSTNode):
+    if not isinstance(augassign.target, cst.Name):
         return False
-    order = _AssignOrder(augassign.target.value, augassign)
-    body.visit(order)
-    return order.assigned_before
-
-
-class _AssignOrder(cst.CSTVisitor):
-    def __init__(self, name: str, stop: cst.CSTNode) -> None:
-        self.name, self.stop = name, stop
-        self.assigned_before = False
-        self.done = False
-
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        if self.done:
+    name = augassign.target.value
+    for small in _small_statements(loop_node):
+        if small is augassign:
             return False
-        if node is self.stop:
-            self.done = True
-            return False
-        if isinstance(node, cst.Assign) and any(
-                isinstance(t.target, cst.Name) and t.target.value == self.name for t in node.targets):
-            self.assigned_before = True
-        return True
+        if isinstance(small, cst.Assign) and any(
+                isinstance(t.target, cst.Name) and t.target.value == name for t in small.targets):
+            return True
+    return False
+
+
+def _small_statements(node):
+    """The simple statements below a compound statement, in source order (no visitor: cheap)."""
+    for field in ("body", "handlers", "orelse", "finalbody"):
+        child = getattr(node, field, None)
+        if child is None:
+            continue
+        for item in child if isinstance(child, (list, tuple)) else [child]:
+            if isinstance(item, cst.SimpleStatementLine):
+                yield from item.body
+            elif isinstance(item, (cst.IndentedBlock, cst.SimpleStatementSuite)):
+                for inner in item.body:
+                    if isinstance(inner, cst.SimpleStatementLine):
+                        yield from inner.body
+                    elif isinstance(inner, cst.BaseSmallStatement):
+                        yield inner
+                    else:
+                        yield from _small_statements(inner)
+            elif isinstance(item, cst.CSTNode):
+                yield from _small_statements(item)
 
 
 def _cuts_graph(ctx: FileContext, node) -> bool:
