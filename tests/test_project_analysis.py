@@ -256,3 +256,72 @@ def train_step(model, state):
 def test_a_helper_only_called_under_no_grad_runs_without_grad(tmp_path):
     # _load_state is only called from a @torch.no_grad() function; _shrink is called with grad on
     assert found(make(tmp_path, {"m.py": NO_GRAD_CALLERS})) == [("m.py", "TL202", 18)]
+
+
+METERS = """
+class AverageMeter:
+    def __init__(self):
+        self.sum = 0
+        self.count = 0
+
+    def update(self, val, n=1):
+        self.sum += val * n
+        self.count += n
+
+
+class ListLogger:
+    def __init__(self):
+        self.history = []
+
+    def log(self, values):
+        for v in values:
+            self.history.append(v)
+
+
+class LastValue:
+    def update(self, val):
+        self.val = val
+"""
+
+METER_LOOP = """
+import torch
+from utils.meters import AverageMeter, LastValue, ListLogger
+
+
+def train(model, loader, optimizer):
+    losses, logger, last = AverageMeter(), ListLogger(), LastValue()
+    for x, y in loader:
+        loss = torch.nn.functional.cross_entropy(model(x), y)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.update(loss, x.size(0))
+        losses.update(loss.item(), n=x.size(0))
+        logger.log([loss.detach(), loss.item()])
+        last.update(loss)
+
+
+class Runner:
+    def __init__(self, model, optimizer):
+        self.model, self.optimizer = model, optimizer
+        self.logger = ListLogger()
+
+    def train_step(self, batch):
+        loss, aux = self.model(batch)
+        self.optimizer.zero_grad()
+        loss.backward()
+        self.optimizer.step()
+        self.logger.log([aux, loss.item()])
+"""
+
+
+def test_a_meter_in_another_module_that_adds_the_loss_to_its_state(tmp_path):
+    """`losses.update(loss)` keeps the graph when `update` does `self.sum += val` (utils/meters.py);
+    a step function (backward outside any loop) counts as an iteration; `.item()`/`.detach()`
+    arguments, and a method that only overwrites its slot, are fine."""
+    root = make(tmp_path, {"utils/__init__.py": "", "utils/meters.py": METERS, "train.py": METER_LOOP})
+    findings = [f for f in check_paths([root / "train.py"]) if f.code == "TL402"]
+    assert [(f.code, f.line) for f in findings] == [("TL402", 13), ("TL402", 29)]
+    related = findings[0].related[0]
+    assert (Path(related.path).name, related.line) == ("meters.py", 8)
+    assert "losses.update" in findings[0].message and "loss.item()" in findings[0].message

@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import tempfile
+from functools import lru_cache
 from pathlib import Path
 
 from torchlint import __version__
@@ -22,6 +23,21 @@ def content_key(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
+@lru_cache(maxsize=1)
+def code_stamp() -> str:
+    """A stamp of torchlint's own modules (names, sizes, modification times): an edited checkout
+    with the same version number does not reuse findings of the code before the edit."""
+    package = Path(__file__).resolve().parents[1]
+    parts = []
+    for file in sorted(package.rglob("*.py")):
+        try:
+            stat = file.stat()
+        except OSError:
+            continue
+        parts.append(f"{file.relative_to(package)}:{stat.st_size}:{stat.st_mtime_ns}")
+    return content_key("\n".join(parts).encode())[:12]
+
+
 class Cache:
     """One JSON file per (torchlint version, settings fingerprint):
     {hash of content and path: {"findings": [...], "deps": {module path: content hash}}}.
@@ -29,7 +45,8 @@ class Cache:
 
     def __init__(self, folder: Path, fingerprint: str) -> None:
         self.folder = folder
-        self.file = folder / f"v{__version__}-{fingerprint}.json"
+        self.fingerprint = fingerprint
+        self.file = folder / f"v{__version__}-{code_stamp()}-{fingerprint}.json"
         self.entries: dict[str, dict] = {}
         self.dirty = False
         self.hashes: dict[str, str | None] = {}  # dependency path -> current content hash, this run
@@ -76,5 +93,8 @@ class Cache:
             with os.fdopen(handle, "w", encoding="utf-8") as out:
                 json.dump(self.entries, out, separators=(",", ":"))
             os.replace(temporary, self.file)
+            for stale in self.folder.glob(f"v*-{self.fingerprint}.json"):
+                if stale != self.file:  # the same settings under an older torchlint
+                    stale.unlink(missing_ok=True)
         except OSError:
             pass  # a read-only tree still gets its findings, just no cache

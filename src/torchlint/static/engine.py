@@ -119,7 +119,7 @@ def _check_text(source, path, enabled, options, file, deps) -> list[Finding]:
     for pending in ctx.pending:
         if pending.fix is not None:
             targets.extend(node for node, _ in pending.fix.replacements)
-        targets.extend(node for node, _ in pending.related)
+        targets.extend(item[0] for item in pending.related if _local(item, path))
     spans = locate(module, targets)
     lines = source_lines(source)
     findings = []
@@ -142,7 +142,9 @@ def _check_text(source, path, enabled, options, file, deps) -> list[Finding]:
                           if id(node) in spans)
             fix = Fix(pending.fix.message, pending.fix.applicability, edits)
         related = tuple(Related(path, spans[id(node)][0], spans[id(node)][1], text)
-                        for node, text in pending.related if id(node) in spans and spans[id(node)] != span)
+                        for node, text, *_ in (r for r in pending.related if _local(r, path))
+                        if id(node) in spans and spans[id(node)] != span)
+        related += tuple(_foreign_related(r) for r in pending.related if not _local(r, path))
         findings.append(_finding(pending.rule, pending.message, path, span, fix, related))
     findings.sort(key=lambda f: f.sort_key)
     return findings
@@ -164,6 +166,23 @@ def _walk(module, path, source, options, file, handlers) -> FileContext:
             break
         seen = now
     return ctx
+
+
+def _local(related: tuple, path: str) -> bool:
+    return len(related) < 3 or not related[2] or related[2] == path
+
+
+def _foreign_related(related: tuple) -> Related:
+    """A related location in another project module: positioned in that module's own tree."""
+    node, text, where = related
+    module = PROCESS_PROJECT.module_of(where)
+    line = column = 1
+    if module is not None:
+        span = locate(module, [node]).get(id(node))
+        if span is not None:
+            line, column = span[0], span[1]
+    shown = os.path.relpath(where) if not os.path.relpath(where).startswith("..") else where
+    return Related(shown, line, column, text)
 
 
 def _edit(span, text: str) -> Edit:

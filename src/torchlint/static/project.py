@@ -46,6 +46,7 @@ class Summary:
     key: str  # content hash
     env: dict[str, Value]
     deps: dict[str, str]  # every project module its summary read, with content hashes
+    module: cst.Module | None = None  # its syntax tree: positions of related locations in it
 
 
 @dataclass
@@ -109,7 +110,14 @@ class Project:
             return None
         deps = dict(ctx.deps)
         deps[str(path)] = content_key(data)
-        return Summary(path, deps[str(path)], dict(walker.frame.env), deps)
+        return Summary(path, deps[str(path)], dict(walker.frame.env), deps, module)
+
+    def module_of(self, path: str) -> cst.Module | None:
+        """The syntax tree a summarised module was read from (for positions in it)."""
+        for summary in self.summaries.values():
+            if summary is not None and str(summary.path) == path:
+                return summary.module
+        return None
 
     def names(self, importer: Path, module: str | None, level: int, names: list[str] | None,
               deps: dict[str, str]) -> dict[str, Value]:

@@ -27,7 +27,8 @@ class Pending:
     node: cst.CSTNode
     message: str
     fix: PendingFix | None = None
-    related: tuple[tuple[cst.CSTNode, str], ...] = ()  # (node, what happens there), same file
+    # (node, what happens there) in this file, or (node, what, path) in another project module
+    related: tuple[tuple, ...] = ()
 
 
 class CallInfo:
@@ -159,7 +160,7 @@ class FileContext:
 
     def report(
         self, rule: RuleInfo, node: cst.CSTNode, message: str, fix: PendingFix | None = None,
-        related: tuple[tuple[cst.CSTNode, str], ...] = (),
+        related: tuple[tuple, ...] = (),
     ) -> None:
         self.claim(node)
         self.pending.append(Pending(rule, node, message, fix, related))

@@ -57,6 +57,7 @@ class Body:
     scope: Scope
     entries: list[Any] = field(default_factory=list)  # CallInfo | Mark | Body (a nested loop)
     iterable: Any = None  # for loops: the value iterated over
+    origin: str = ""  # the file it is written in (a project module's body is walked in its importer)
 
     def walk(self, expand: bool = True, _seen: set[int] | None = None, _budget: list[int] | None = None
              ) -> Iterator[Any]:

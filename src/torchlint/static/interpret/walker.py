@@ -282,6 +282,7 @@ class Walker(Expressions, Calls):
         body = registered.body if registered is not None and isinstance(registered.body, Body) \
             and registered.body.node is node else Body("function", node, MODULE_SCOPE)
         name = node.name.value
+        body.origin = self.ctx.path
         if self_value is not None and self_value.cls is not None and self_value.cls.grad_disabled:
             no_grad = True
         if id(node) in self.ctx.grad_off_functions:

@@ -9,9 +9,11 @@ import libcst as cst
 from torchlint.rule import RuleInfo
 from torchlint.static.interpret.context import CallInfo, FileContext
 from torchlint.static.facts.ops import LOSS_OPS
-from torchlint.static.rules.base import Rule
+from torchlint.static.rules.base import Rule, atom
 from torchlint.static.interpret.training import BACKWARD, classify
-from torchlint.static.interpret.scopes import Mark
+from torchlint.static.interpret.frames import params_of
+from torchlint.static.interpret.scopes import Body, Mark
+from torchlint.static.interpret.stores import kept_arguments
 
 CUTS_GRAPH = frozenset({"item", "detach", "tolist", "numpy", "float", "int"})
 
@@ -24,6 +26,7 @@ class GraphKeptAlive(Rule):
     )
 
     def on_end(self, ctx: FileContext) -> None:
+        done: set[int] = set()
         for loop in ctx.loops:
             if loop.scope.no_grad:
                 continue
@@ -31,6 +34,7 @@ class GraphKeptAlive(Rule):
                          and isinstance(e, CallInfo) and e.receiver is not None}
             if not receivers:
                 continue  # summing losses inside one forward (multi-task, per-codebook) is fine
+            self._kept_by_calls(ctx, loop, receivers, done)
             holders = _holders(ctx, loop, receivers)
             for entry in loop.entries:
                 target = None
@@ -62,6 +66,103 @@ class GraphKeptAlive(Rule):
                         + (f"`{ctx.code(target, 30)}.detach()` (or `.detach().cpu()`)" if value.op == "matmul"
                            else f"`{ctx.code(target, 30)}.item()`"),
                     )
+
+        for function in ctx.functions:
+            # A step function (backward outside any loop of its own) runs once per iteration of
+            # whatever loop calls it, here or in another module (a runner's `train()`).
+            if function.scope.no_grad:
+                continue
+            receivers = {ctx.shape(e.receiver) for e in function.entries if isinstance(e, CallInfo)
+                         and classify(ctx, e) == BACKWARD and e.receiver is not None}
+            if receivers:
+                self._kept_by_calls(ctx, function, receivers, done)
+
+    def _kept_by_calls(self, ctx: FileContext, body: Body, receivers: set[str], done: set[int]) -> None:
+        """`meter.update(loss)` where the method adds its argument to the object (`self.sum += val`)."""
+        feeders = None
+        for entry in body.entries:
+            if not isinstance(entry, CallInfo) or entry.scope.no_grad or id(entry.node) in done:
+                continue
+            callee = getattr(entry.callee, "body", None)
+            if not isinstance(callee, Body):
+                continue
+            for position, statement in kept_arguments(ctx, callee).items():
+                argument = _argument(entry, callee, position)
+                if argument is None:
+                    continue
+                if feeders is None:
+                    feeders = _feeders(ctx, body.node, receivers)
+                kept = next((e for e in _elements(argument) if _carries_graph(ctx, e, receivers, feeders)), None)
+                if kept is None:
+                    continue
+                done.add(id(entry.node))
+                method = ctx.code(entry.node.func, 40)
+                ctx.report(
+                    self.info, entry.node,
+                    f"`{method}` adds `{ctx.code(kept, 30)}` to its object's state "
+                    f"(`{ctx.code(statement, 40)}`), and that tensor carries its autograd graph: every step's graph "
+                    f"stays alive and memory grows. Pass `{atom(ctx, kept)}.item()` (or `.detach()`)",
+                    related=((statement, "kept here", callee.origin),),
+                )
+                break
+
+
+def _argument(call: CallInfo, callee: Body, position: int):
+    if position < len(call.args):
+        return call.args[position]
+    params = params_of(callee.node.params)
+    name = params[position + 1].name.value if position + 1 < len(params) else None
+    return call.kwargs.get(name) if name else None
+
+
+def _elements(node):
+    if isinstance(node, (cst.List, cst.Tuple)):
+        return [element.value for element in node.elements]
+    return [node]
+
+
+def _carries_graph(ctx: FileContext, node, receivers: set[str], feeders: set[str]) -> bool:
+    if _cuts_graph(ctx, node):
+        return False
+    value = ctx.value(node)
+    if value.tracked is False:
+        return False
+    if value.tracked or value.op in LOSS_OPS or ctx.shape(node) in receivers:
+        return True
+    return bool(_names_in(node) & feeders)
+
+
+def _feeders(ctx: FileContext, node, receivers: set[str]) -> set[str]:
+    """Names the differentiated loss is built from in this body (`loss = a + b` -> a, b), and the
+    values unpacked from the same call as the loss (`loss, parts = model.step(x)`): one graph."""
+    found: set[str] = set()
+    for small in _small_statements(node):
+        if not isinstance(small, cst.Assign):
+            continue
+        for target in small.targets:
+            if ctx.shape(target.target) in receivers:
+                found |= _names_in(small.value)
+            elif isinstance(target.target, (cst.Tuple, cst.List)):
+                names = [e.value for e in target.target.elements]
+                if any(ctx.shape(n) in receivers for n in names):
+                    found |= {n.value for n in names if isinstance(n, cst.Name)}
+    return found
+
+
+def _names_in(node) -> set[str]:
+    names: set[str] = set()
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, cst.Name):
+            names.add(item.value)
+        elif isinstance(item, cst.BinaryOperation):
+            stack.extend((item.left, item.right))
+        elif isinstance(item, cst.UnaryOperation):
+            stack.append(item.expression)
+        elif isinstance(item, cst.Call) and isinstance(item.func, cst.Attribute):
+            stack.append(item.func.value)  # `a.mean()`
+    return names
 
 
 def _holders(ctx: FileContext, loop, receivers: set[str]) -> dict[str, str]:

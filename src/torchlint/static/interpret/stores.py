@@ -1,0 +1,94 @@
+"""What a method does with its arguments across calls: which ones it adds to the object's state.
+
+`AverageMeter.update(self, val)` doing `self.sum += val * n`, or `Logger.log(self, losses)` doing
+`for v in losses: self.history.append(v)`, keeps every argument it is given alive as long as the
+object lives. Asked of the method's recorded body (its own module's walk, so a meter defined in
+`utils/meters.py` answers for a loop in `train.py`), and cached per body.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from torchlint.static.interpret.context import CallInfo, FileContext
+from torchlint.static.interpret.frames import params_of
+from torchlint.static.interpret.scopes import Body, Mark
+
+KEEPING_METHODS = frozenset({"append", "extend", "add", "insert"})
+
+
+def kept_arguments(ctx: FileContext, body: Body) -> dict[int, cst.CSTNode]:
+    """Argument position (after `self`) -> the statement that adds it to `self`'s state."""
+    cache = ctx.memo.setdefault("kept_arguments", {})
+    found = cache.get(id(body))
+    if found is None:
+        found = cache[id(body)] = _kept(body) if isinstance(body.node, cst.FunctionDef) else {}
+    return found
+
+
+def _kept(body: Body) -> dict[int, cst.CSTNode]:
+    params = [p.name.value for p in params_of(body.node.params)]
+    if len(params) < 2 or params[0] != "self":
+        return {}
+    origin = {name: index - 1 for index, name in enumerate(params) if index}
+    found: dict[int, cst.CSTNode] = {}
+    _scan(body, origin, found)
+    return found
+
+
+def _scan(body: Body, origin: dict[str, int], found: dict[int, cst.CSTNode]) -> None:
+    for entry in body.entries:
+        if isinstance(entry, Body):
+            inner = dict(origin)
+            node = entry.node
+            if isinstance(node, cst.For):
+                source = _source(node.iter, origin)
+                if source is not None:
+                    for name in _names(node.target):
+                        inner[name] = source
+            _scan(entry, inner, found)
+        elif isinstance(entry, Mark) and entry.kind == "accumulate":
+            node = entry.node
+            if isinstance(node.operator, cst.AddAssign) and _on_self(node.target):
+                source = _source(node.value, origin)
+                if source is not None:
+                    found.setdefault(source, node)
+        elif isinstance(entry, CallInfo) and entry.form == "method" and entry.name in KEEPING_METHODS \
+                and entry.receiver is not None and _on_self(entry.receiver) and entry.args:
+            source = _source(entry.args[-1], origin)
+            if source is not None:
+                found.setdefault(source, entry.node)
+
+
+def _source(node: cst.BaseExpression, origin: dict[str, int]) -> int | None:
+    """The argument an expression is made of: `val`, `val * n`, `enumerate(vals)`, `vals.items()`."""
+    if isinstance(node, cst.Name):
+        return origin.get(node.value)
+    if isinstance(node, cst.BinaryOperation):
+        left = _source(node.left, origin)
+        return left if left is not None else _source(node.right, origin)
+    if isinstance(node, cst.Call):
+        func = node.func
+        if isinstance(func, cst.Name) and func.value in ("enumerate", "zip", "list", "tuple", "reversed") \
+                and node.args:
+            return _source(node.args[0].value, origin)
+        if isinstance(func, cst.Attribute) and func.attr.value in ("items", "values"):
+            return _source(func.value, origin)
+    return None
+
+
+def _on_self(node: cst.BaseExpression) -> bool:
+    """`self.x`, `self.x[i]`, `self.x.y`: state that outlives the call."""
+    while isinstance(node, (cst.Attribute, cst.Subscript)):
+        node = node.value
+        if isinstance(node, cst.Name):
+            return node.value == "self"
+    return False
+
+
+def _names(target: cst.BaseExpression) -> list[str]:
+    if isinstance(target, cst.Name):
+        return [target.value]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [name for element in target.elements for name in _names(element.value)]
+    return []
