@@ -410,6 +410,67 @@ CASES = {
         model = torch.nn.Linear(2, 2)
         opt = AdamW(model.parameters(), lr=1e-3, eps=0.0)
         """, {("TL110", 5)}),
+    "adamw default eps on a model loaded in float16 (one path of a dtype choice), filtered params": ("""
+        import torch
+        from transformers import AutoModelForCausalLM
+        def build(path, bf16=False):
+            dtype = torch.bfloat16 if bf16 else torch.float16
+            model = AutoModelForCausalLM.from_pretrained(path, torch_dtype=dtype).to("cuda")
+            return torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=1e-5)
+        """, {("TL110", 7)}),
+    "clean: bfloat16 model, float16 model with eps 1e-4, a float16 model wrapped by peft": ("""
+        import torch
+        from peft import get_peft_model
+        from transformers import AutoModelForCausalLM
+        def build(path, config):
+            a = AutoModelForCausalLM.from_pretrained(path, torch_dtype=torch.bfloat16)
+            b = AutoModelForCausalLM.from_pretrained(path, torch_dtype=torch.float16)
+            c = get_peft_model(AutoModelForCausalLM.from_pretrained(path, torch_dtype=torch.float16), config)
+            return (torch.optim.AdamW(a.parameters()), torch.optim.AdamW(b.parameters(), eps=1e-4),
+                    torch.optim.AdamW(c.parameters()))
+        """, set()),
+    "hf trainer subclass: float16 model and the default adam_epsilon": ("""
+        import torch
+        from transformers import AutoModel, Trainer, TrainingArguments
+        class RewardTrainer(Trainer):
+            def __init__(self, path, data, bf16=False):
+                args = TrainingArguments(
+                    output_dir="out", bf16=bf16,
+                )
+                self.dtype = torch.bfloat16 if bf16 else torch.float16
+                self.base = AutoModel.from_pretrained(path, torch_dtype=self.dtype)
+                super().__init__(model=self.base, args=args, train_dataset=data)
+        def plain(path, data):
+            model = AutoModel.from_pretrained(path, torch_dtype=torch.float16)
+            return Trainer(model=model, args=TrainingArguments(output_dir="o"), train_dataset=data)
+        def fixed(path, data):
+            model = AutoModel.from_pretrained(path, torch_dtype=torch.float16)
+            return Trainer(model=model, args=TrainingArguments(output_dir="o", adam_epsilon=1e-4))
+        def other_optimizer(path, data):
+            model = AutoModel.from_pretrained(path, torch_dtype=torch.float16)
+            return Trainer(model=model, args=TrainingArguments(output_dir="o", optim="adafactor"))
+        def float32_model(path, data):
+            model = AutoModel.from_pretrained(path)
+            return Trainer(model=model, args=TrainingArguments(output_dir="o"))
+        """, {("TL110", 6), ("TL110", 14)}),
+    "lightning 16-true with the module's default Adam eps; 16-mixed and eps=1e-4 are fine": ("""
+        import lightning as L
+        import torch
+        class Net(L.LightningModule):
+            def configure_optimizers(self):
+                return torch.optim.Adam(self.parameters(), lr=1e-3)
+        class Tuned(L.LightningModule):
+            def configure_optimizers(self):
+                return torch.optim.Adam(self.parameters(), lr=1e-3, eps=1e-4)
+        def main(data):
+            trainer = L.Trainer(precision="16-true", max_epochs=3)
+            trainer.fit(Net(), data)
+        def mixed(data):
+            L.Trainer(precision="16-mixed").fit(Net(), data)
+        def tuned(data):
+            trainer = L.Trainer(precision="16-true")
+            trainer.fit(Tuned(), data)
+        """, {("TL110", 11)}),
     "sgd with a huge lr (opt-in TL120)": ("""
         import torch
         model = torch.nn.Linear(2, 2)

@@ -163,6 +163,11 @@ class Calls:
         if qual.startswith("torch.nn.") and qual.rsplit(".", 1)[-1][:1].isupper() and not qual.startswith("torch.nn.init"):
             return Value(kind="module", qual=module_qual(qual), items=tuple(values), node=node)
         last = qual.rsplit(".", 1)[-1]
+        if last == "from_pretrained":
+            dtype = info.kwargs.get("torch_dtype") or info.kwargs.get("dtype")
+            if dtype is not None and self.ctx.value(dtype).kind == "dtype" and self.ctx.value(dtype).half:
+                return Value(half=True, tracked=True, node=node, desc="a model loaded in float16")
+            return NOTHING
         if qual.startswith("torch.optim.lr_scheduler."):
             return Value(kind="scheduler", qual=qual, node=node)
         if qual.startswith("torch.optim.") and last[:1].isupper():

@@ -86,6 +86,7 @@ class FileContext:
     scopes: dict[int, Scope] = field(default_factory=dict)  # for non-call events
     functions: list[Body] = field(default_factory=list)  # every function body, in file order
     enclosing: list[cst.FunctionDef] = field(default_factory=list)  # the functions being walked, innermost last
+    classes: list[Any] = field(default_factory=list)  # frames.ClassInfo of the classes being walked, innermost last
     timeline: list[Any] = field(default_factory=list)  # every logged call and mark, in file order
     memo: dict[str, Any] = field(default_factory=dict)  # analyses several rules share, computed once
     statements: dict[int, tuple[cst.SimpleStatementLine, bool]] = field(default_factory=dict)

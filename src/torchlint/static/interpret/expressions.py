@@ -10,6 +10,8 @@ from torchlint.static.facts.values import NOTHING, ROUTINE, Value, constant, joi
 from torchlint.static.interpret import guards
 from torchlint.static.interpret.frames import Frame, params_of
 
+HALF_DTYPE = Value(kind="dtype", qual="torch.float16", half=True, tracked=False, desc="torch.float16")
+
 
 class Expressions:
     """The expression half of the interpreter (mixed into Walker)."""
@@ -34,14 +36,15 @@ class Expressions:
             return NOTHING
 
     def _attribute(self, node: cst.Attribute) -> Value:
-        if self.ctx.qualify(node) is not None:
-            return NOTHING
+        qual = self.ctx.qualify(node)
+        if qual is not None:
+            return HALF_DTYPE.but(node=node) if qual in ops.FLOAT16_NAMES else NOTHING
         owner = self.expr(node.value)
         attr = node.attr.value
         if owner.cls is not None and owner.kind == "instance":
             found = owner.cls.attrs.get(attr)
-            if found is not None and found.kind is not None:
-                return found  # numeric state (self.count = 0; self.count += 1) is not tracked
+            if found is not None and (found.kind is not None or found.half):
+                return found  # numeric state (self.count = 0; self.count += 1) is not tracked; a dtype is
         frozen = owner.kind is not None and owner.tracked is False  # `.requires_grad_(False)`
         if attr == "weight" and owner.kind == "module" and ops.MODULE_OPS.get(owner.qual or "") == "linear":
             return Value(kind="param", qual="matrix", tracked=not frozen)  # its scale compounds per layer
@@ -97,12 +100,12 @@ class Expressions:
         self.expr(node.test)
         names = guards.checked_names(node.test)
         if not names:
-            return join(self.expr(node.body), self.expr(node.orelse))
+            return _either(self.expr(node.body), self.expr(node.orelse))
         # `nan if var == 0 else x / var`: both branches see the checked value as handled
         saved = {name: self.frame.env.get(name) for name in names}
         self.checked(names)
         try:
-            return join(self.expr(node.body), self.expr(node.orelse))
+            return _either(self.expr(node.body), self.expr(node.orelse))
         finally:
             for name, value in saved.items():
                 if value is None:
@@ -171,3 +174,10 @@ class Expressions:
         right = self.expr(node.right)
         return self._arith_value(type(node.operator).__name__, left, right, node.left, node.right, node)
 
+
+def _either(body: Value, orelse: Value) -> Value:
+    """`a if c else b`: the join, except that a dtype that is float16 on one path stays float16
+    (what the float16 rules ask is whether that path exists)."""
+    if HALF_DTYPE.kind in (body.kind, orelse.kind):
+        return body if body.kind == HALF_DTYPE.kind else orelse
+    return join(body, orelse)

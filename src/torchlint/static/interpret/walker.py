@@ -357,11 +357,13 @@ class Walker(Expressions, Calls):
                 kind="function", body=Body("function", function, MODULE_SCOPE))
         class_frame = Frame(outer, self_value=instance)
         self.frame = class_frame
+        self.ctx.classes.append(info)
         try:
             self.block([s for s in body if not isinstance(s, cst.FunctionDef)])
             for function in functions:
                 info.methods[function.name.value] = self._function(function, instance)
         finally:
+            self.ctx.classes.pop()
             self.frame = outer
         outer.env[node.name.value] = Value(kind="class", cls=info, qual=info.name)
 
