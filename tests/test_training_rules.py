@@ -525,7 +525,7 @@ CASES = {
         def train(model, loader, opt):
             for x, y in loader:
                 opt.zero_grad()
-                loss = (model(x) - y).pow(2).mean()
+                loss = (model(x) - y).pow(2).sum()
                 loss.backward()
                 opt.step()
         def train_lbfgs(model, x, y):
@@ -538,6 +538,48 @@ CASES = {
                     return loss
                 opt.step(closure)
         """, {("TL302", 11)}),
+    "clipping evidence: SGD, 10x Adam's default lr, a summed loss module; none for Adam on a mean": ("""
+        import torch
+        import torch.nn as nn
+        rnn = nn.GRU(8, 8)
+        def sgd(loader):
+            opt = torch.optim.SGD(rnn.parameters(), lr=1.0)
+            for x, y in loader:
+                opt.zero_grad()
+                nn.functional.mse_loss(rnn(x)[0], y).backward()
+                opt.step()
+        """, {("TL302", 7)}),
+    "adam at 10x its default lr with an LSTM": ("""
+        import torch
+        import torch.nn as nn
+        rnn = nn.LSTM(8, 8)
+        opt = torch.optim.Adam(rnn.parameters(), lr=0.01)
+        for x, y in []:
+            opt.zero_grad()
+            nn.functional.mse_loss(rnn(x)[0], y).backward()
+            opt.step()
+        """, {("TL302", 6)}),
+    "a summed CTC-free loss module": ("""
+        import torch
+        import torch.nn as nn
+        rnn = nn.LSTM(8, 8)
+        crit = nn.CrossEntropyLoss(reduction="sum")
+        opt = torch.optim.Adam(rnn.parameters())
+        for x, y in []:
+            opt.zero_grad()
+            crit(rnn(x)[0], y).backward()
+            opt.step()
+        """, {("TL302", 7)}),
+    "clean: a short recurrence under Adam at its default lr on a mean loss": ("""
+        import torch
+        import torch.nn as nn
+        rnn = nn.LSTM(8, 8)
+        opt = torch.optim.Adam(rnn.parameters(), lr=1e-3)
+        for x, y in []:
+            opt.zero_grad()
+            nn.functional.mse_loss(rnn(x)[0], y).backward()
+            opt.step()
+        """, set()),
 }
 
 
