@@ -539,6 +539,27 @@ CASES = {
             return F.nll_loss(torch.sigmoid(z), y)
         """, {("TL111", 5)}),
     # --- TL115 hand-written-softmax ----------------------------------------------------------
+    "a zero buffer filled with exps of raw scores in a loop, then normalised": ("""
+        import torch
+        import torch.nn as nn
+        fc = nn.Linear(8, 1)
+        def pick(x, groups):
+            scores = fc(x)
+            probs = torch.zeros(len(groups))
+            for i, idx in enumerate(groups):
+                if idx:
+                    probs[i] = torch.exp(torch.max(scores[idx]))
+            probs /= torch.sum(probs)
+            return probs
+        def shifted(x, groups):
+            scores = fc(x)
+            probs = torch.zeros(len(groups))
+            top = scores.max()
+            for i, idx in enumerate(groups):
+                probs[i] = torch.exp(torch.max(scores[idx]) - top)
+            probs /= torch.sum(probs)
+            return probs
+        """, {("TL115", 11)}),
     "exp divided by its own sum": ("""
         import torch
         def weights(scores):

@@ -518,7 +518,10 @@ class Walker(Expressions, Calls):
                     self.checked([name])  # `norm[norm == 0] = 1`: the zeros are replaced
                 else:  # `m[mask] = -1`: filled piecewise, its elements are not all equal
                     old = self.frame.lookup(name)
-                    if not old.kind:
+                    if value.op == "exp" and old.op == "const" and old.const == 0 and not old.kind:
+                        # `out = torch.zeros(n); out[i] = exp(s)`: a buffer of exps (a copy: not exp's output)
+                        self.frame.env[name] = value.but(node=None)
+                    elif not old.kind:
                         self.frame.env[name] = join(old, value).but(op="piecewise")
 
 
@@ -555,11 +558,20 @@ def _merge(before: dict[str, Value], first: dict[str, Value], second: dict[str, 
         if other is None:
             merged[name] = value
         elif other is not value:
-            merged[name] = join(value, other)
+            merged[name] = _filled(value, other) or join(value, other)
     for name, value in second.items():
         if name in before and name not in first and before[name] is not value:
-            merged[name] = join(before[name], value)
+            merged[name] = _filled(before[name], value) or join(before[name], value)
     return merged
+
+
+def _filled(a: Value, b: Value) -> Value | None:
+    """A zero buffer on one path, that buffer filled with exps on the other (`out[i] = exp(s)` in a
+    loop or a branch): the exps are what a later normalisation divides."""
+    for empty, full in ((a, b), (b, a)):
+        if empty.op == "const" and empty.const == 0 and not empty.kind and full.op == "exp" and full.node is None:
+            return full
+    return None
 
 
 def _mentions(node, word: str) -> bool:

@@ -47,7 +47,7 @@ class HandWrittenSoftmax(Rule):
                 continue
             exp = ctx.value(numerator)
             argument = exp.of
-            if argument is None or argument.shifted or argument.op in ("sub", "shift") or \
+            if argument is None or argument.shifted or argument.op in ("sub", "shift", "range") or \
                     argument.hi <= SAFE_EXP_ARGUMENT:
                 continue  # exp(x - max) is the stable form; a bounded argument cannot overflow
             if not _aggregates(ctx, numerator, denominator, defs):
