@@ -168,9 +168,9 @@ def test_cache_is_tagged_reused_and_invalidated(project, capsys):
     assert (cache / "CACHEDIR.TAG").read_text().startswith("Signature: 8a477f597d28d172789f06886806bc55")
     entries = next(cache.glob("v*.json"))
     data = json.loads(entries.read_text())
-    assert len(data) == 1
+    assert len(data) == 2 and "__modules__" in data  # one entry, and the project modules' facts
     # a poisoned entry proves the second run reads the cache instead of re-linting
-    key = next(iter(data))
+    key = next(k for k in data if k != "__modules__")
     data[key]["findings"][0]["message"] = "from cache"
     entries.write_text(json.dumps(data))
     second = run(["m.py", "--output-format", "json"], capsys)
@@ -193,6 +193,29 @@ def test_cache_entry_is_invalidated_when_an_imported_module_changes(project, cap
     (project / "net.py").write_text((project / "net.py").read_text().replace(".sigmoid()", ""))
     second = run(["train.py", "--output-format", "json"], capsys)
     assert [(f["code"], f["location"]["row"]) for f in json.loads(second[1])] == [("TL118", 4)]
+
+
+def test_an_edit_importers_cannot_see_keeps_their_cache_entries(project, capsys):
+    """Early cutoff: net.py changes (a comment, a new helper) but Net's facts do not, so train.py's
+    entry is still used (a poisoned message proves it); a change to Net's output re-analyses it."""
+    write(project / "pyproject.toml", "[tool.torchlint]\n[tool.torchlint.TL103]\nmode = \"always\"\n")
+    net = write(project / "net.py", "import torch.nn as nn\nclass Net(nn.Module):\n"
+                "    def __init__(self):\n        super().__init__()\n        self.fc = nn.Linear(4, 1)\n"
+                "    def forward(self, x):\n        return self.fc(x).sigmoid()\n")
+    write(project / "train.py", "import torch.nn.functional as F\nfrom net import Net\n"
+          "def loss(x, y):\n    return F.binary_cross_entropy(Net()(x), y)\n")
+    run(["train.py", "--output-format", "json"], capsys)
+    entries = next((project / ".torchlint_cache").glob("v*.json"))
+    data = json.loads(entries.read_text())
+    key = next(k for k in data if k != "__modules__")
+    data[key]["findings"][0]["message"] = "from cache"
+    entries.write_text(json.dumps(data))
+    net.write_text(net.read_text() + "\n\n# a comment\ndef helper(n):\n    return n + 1\n")
+    kept = run(["train.py", "--output-format", "json"], capsys)
+    assert [f["message"] for f in json.loads(kept[1])] == ["from cache"]
+    net.write_text(net.read_text().replace(".sigmoid()", ".relu()"))
+    changed = run(["train.py", "--output-format", "json"], capsys)
+    assert "from cache" not in changed[1]
 
 
 def test_jobs_give_the_same_ordered_output(capsys):

@@ -17,6 +17,7 @@ from torchlint.static.discovery import discover, relative_to_root
 from torchlint.static.engine import might_have_findings
 from torchlint.static.notebook import is_notebook
 from torchlint.static.notebook_check import check_any
+from torchlint.static.project import PROCESS_PROJECT
 from torchlint.static.suppress import is_ignored
 
 POOL_THRESHOLD = 8  # fewer files than this to parse: a process pool costs more than it saves
@@ -49,7 +50,7 @@ def check_files(
     settings = settings or Settings()
     files = discover([Path(p) for p in paths], settings, force_exclude)
     enabled = settings.enabled()
-    store = Cache(settings.root / ".torchlint_cache", settings.fingerprint()) if cache else None
+    store = Cache(settings.root / ".torchlint_cache", settings.fingerprint(), _facts_of) if cache else None
 
     results: list[FileResult | None] = [None] * len(files)
     todo: list[tuple[int, str, str, str | None, Path]] = []  # index, display path, text, cache key, file
@@ -94,9 +95,10 @@ def check_files(
     else:
         outputs = [_check_one((t[2], t[1], enabled, settings.options, t[4])) for t in todo]
 
-    for (index, display, _text, key, _file), (findings, deps) in zip(todo, outputs, strict=True):
+    for (index, display, _text, key, _file), (findings, deps, modules) in zip(todo, outputs, strict=True):
         if store is not None:
             store.put(key, [f.to_dict() for f in findings], deps)
+            store.note_modules(modules)
         results[index] = FileResult(display, findings)
     if store is not None:
         store.save()
@@ -109,11 +111,25 @@ def check_files(
     return final
 
 
+def _facts_of(path: str) -> tuple[str, dict[str, str]] | None:
+    summary = PROCESS_PROJECT.summary(Path(path))
+    return (summary.key, summary.fingerprints()) if summary is not None else None
+
+
+_SENT: set[tuple[str, str]] = set()  # modules whose fingerprints this process already returned
+
+
 def _check_one(job):
     text, path, enabled, options, file = job
     deps: dict[str, str] = {}
     findings = check_any(text, path, enabled, options, file=file, deps=deps)
-    return findings, deps
+    modules = {}
+    for dep, content in deps.items():
+        summary = PROCESS_PROJECT.summary_at(dep)
+        if summary is not None and (dep, content) not in _SENT and summary.key == content:
+            _SENT.add((dep, content))
+            modules[dep] = {"hash": content, "names": summary.fingerprints()}
+    return findings, deps, modules
 
 
 def _display(file: Path) -> str:

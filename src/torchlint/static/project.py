@@ -21,6 +21,7 @@ import libcst as cst
 from torchlint.source import SourceError, decode_source
 from torchlint.static.cache import content_key
 from torchlint.static.facts.values import NOTHING, Value
+from torchlint.static.fingerprint import name_fingerprints
 
 ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")
 MAX_MODULE_BYTES = 2_000_000  # generated files are not summarised
@@ -47,6 +48,13 @@ class Summary:
     env: dict[str, Value]
     deps: dict[str, str]  # every project module its summary read, with content hashes
     module: cst.Module | None = None  # its syntax tree: positions of related locations in it
+    _fingerprints: dict[str, str] | None = None
+
+    def fingerprints(self) -> dict[str, str]:
+        """Exported name -> fingerprint of its facts (computed once)."""
+        if self._fingerprints is None:
+            self._fingerprints = name_fingerprints(self.env)
+        return self._fingerprints
 
 
 @dataclass
@@ -55,6 +63,7 @@ class Project:
 
     summaries: dict[tuple[str, int, int], Summary | None] = field(default_factory=dict)
     active: set[str] = field(default_factory=set)  # summaries being computed (import cycles)
+    latest: dict[str, Summary] = field(default_factory=dict)  # path -> its newest summary
 
     def resolve(self, importer: Path, module: str | None, level: int) -> Path | None:
         """The project file that `from <level dots><module> import ...` in ``importer`` names."""
@@ -89,6 +98,8 @@ class Project:
         finally:
             self.active.discard(str(path))
         self.summaries[token] = result
+        if result is not None:
+            self.latest[str(path)] = result
         return result
 
     def _summarise(self, path: Path) -> Summary | None:
@@ -114,10 +125,12 @@ class Project:
 
     def module_of(self, path: str) -> cst.Module | None:
         """The syntax tree a summarised module was read from (for positions in it)."""
-        for summary in self.summaries.values():
-            if summary is not None and str(summary.path) == path:
-                return summary.module
-        return None
+        summary = self.summary_at(path)
+        return summary.module if summary is not None else None
+
+    def summary_at(self, path: str) -> Summary | None:
+        """The summary already computed in this process for the module at `path`, if any."""
+        return self.latest.get(path)
 
     def names(self, importer: Path, module: str | None, level: int, names: list[str] | None,
               deps: dict[str, str]) -> dict[str, Value]:
