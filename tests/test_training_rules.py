@@ -221,9 +221,42 @@ CASES = {
         """, {("TL305", 12)}),
     # TL502
     "deterministic algorithms without the cuBLAS workspace setting": ("""
+        import torch
         from torch import use_deterministic_algorithms
         use_deterministic_algorithms(True)
-        """, {("TL502", 3)}),
+        model = torch.nn.Linear(4, 4).cuda()
+        """, {("TL502", 4)}),
+    "deterministic algorithms from a config flag, on a CUDA device": ("""
+        import torch
+        def seed_everything(seed, deterministic):
+            torch.manual_seed(seed)
+            torch.cuda.manual_seed_all(seed)
+            torch.use_deterministic_algorithms(deterministic)
+            torch.use_deterministic_algorithms(mode=deterministic, warn_only=False)
+        """, {("TL502", 6), ("TL502", 7)}),
+    "clean: deterministic algorithms off, warn_only from a flag, or a program that never touches CUDA": ("""
+        import torch
+        def setup(args):
+            torch.use_deterministic_algorithms(False)
+            torch.use_deterministic_algorithms(True, warn_only=args.warn_only)
+        def cpu_only():
+            # runs on CPU: CUBLAS_WORKSPACE_CONFIG is not read there ("cuda" in this comment is no evidence)
+            torch.set_num_threads(2)
+            torch.use_deterministic_algorithms(True)
+            return torch.randn(3, 3) @ torch.randn(3, 3)
+        """, set()),
+    "clean: the workspace set through setdefault, or read back by the program": ("""
+        import os
+        import torch
+        def seed(deterministic):
+            if torch.cuda.is_available():
+                os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+            torch.use_deterministic_algorithms(deterministic)
+        def check():
+            assert os.environ.get("CUBLAS_WORKSPACE_CONFIG"), "export CUBLAS_WORKSPACE_CONFIG=:4096:8"
+            torch.use_deterministic_algorithms(True, warn_only=False)
+            return torch.device("cuda")
+        """, set()),
     "clean: warn_only, or the env var set in the file": ("""
         import os
         import torch
@@ -242,6 +275,104 @@ CASES = {
                 update(optimizer)
                 ((model(x) - y) ** 2).mean().backward()
         """, {("TL303", 4)}),
+    "gradient accumulation undone: zero_grad every micro-batch, step every k-th": ("""
+        import torch
+        def train(model, loader, opt, accum_steps):
+            for i, (x, y) in enumerate(loader):
+                opt.zero_grad()
+                loss = torch.nn.functional.mse_loss(model(x), y) / accum_steps
+                loss.backward()
+                if (i + 1) % accum_steps == 0:
+                    opt.step()
+        """, {("TL303", 5)}),
+    "accumulation undone through helpers, a reset counter and an early continue": ("""
+        import torch
+        def clear(model):
+            model.zero_grad(set_to_none=True)
+        def update(scaler, opt):
+            scaler.step(opt)
+            scaler.update()
+        def train(model, loader, opt, scaler, k):
+            micro = 0
+            for x in loader:
+                loss = model(x).mean()
+                scaler.scale(loss / k).backward()
+                clear(model)
+                micro += 1
+                if micro < k:
+                    continue
+                update(scaler, opt)
+                micro = 0
+        """, {("TL303", 4)}),
+    "accumulation undone: steps since the last update, zero_grad after the step": ("""
+        import torch
+        def train(model, loader, optimizer, accumulate):
+            last_opt_step = -1
+            for i, batch in enumerate(loader):
+                model(batch).sum().backward()
+                if i - last_opt_step >= accumulate:
+                    optimizer.step()
+                    last_opt_step = i
+                optimizer.zero_grad()
+        """, {("TL303", 10)}),
+    "clean: accumulation loops that clear with the step, at a window's start, or through a wrapper": ("""
+        import torch
+        def same_condition(model, loader, opt, k):
+            for step, x in enumerate(loader):
+                model(x).mean().backward()
+                if step % k == 0:
+                    opt.step()
+                    opt.zero_grad()
+        def window_start(model, loader, opt, k):
+            for i, x in enumerate(loader):
+                if i % k == 0:
+                    opt.zero_grad()
+                model(x).mean().backward()
+                if (i + 1) % k == 0:
+                    opt.step()
+        class Accumulating:
+            def __init__(self, optimizer, every):
+                self.optimizer, self.every, self.calls = optimizer, every, 0
+            def zero_grad(self):
+                self.calls += 1
+                if self.calls >= self.every:
+                    self.calls = 0
+                    self.optimizer.zero_grad()
+            def step(self):
+                self.optimizer.step()
+        def wrapped(model, loader, optimizer, k):
+            opt = Accumulating(optimizer, k)
+            for i, x in enumerate(loader):
+                opt.zero_grad()
+                model(x).mean().backward()
+                if (i + 1) % k == 0:
+                    opt.step()
+        """, set()),
+    "clean: a step skipped by a non-iteration test, a warm-up, or a generator trained every n_critic": ("""
+        import torch
+        def skip_bad(model, loader, opt):
+            for x in loader:
+                opt.zero_grad()
+                loss = model(x).mean()
+                loss.backward()
+                if loss is not None and torch.isfinite(loss):
+                    opt.step()
+        def warm_up(model, loader, opt, warmup):
+            for it, x in enumerate(loader):
+                opt.zero_grad()
+                model(x).mean().backward()
+                if it > warmup:
+                    opt.step()
+        def wgan(gen, critic, loader, opt_g, opt_d, n_critic):
+            for i, x in enumerate(loader):
+                opt_d.zero_grad()
+                critic(gen(x)).mean().backward()
+                opt_d.step()
+                opt_g.zero_grad()
+                if i % n_critic == 0:
+                    (-critic(gen(x)).mean()).backward()
+                    opt_g.step()
+        """, set()),
     # TL304
     "set_detect_anomaly at module level and a Lightning Trainer": ("""
         import torch
@@ -616,3 +747,50 @@ def test_autograd_function_bodies_run_without_grad():
                 return weights
         """
     assert codes_lines(source) == {("TL203", 13)}
+
+
+SEED_MODULE = """import torch
+
+
+def seed_all(seed):
+    torch.cuda.manual_seed_all(seed)
+    torch.use_deterministic_algorithms(True)
+"""
+
+
+def _deterministic_project(root, extra: dict[str, str]):
+    """A project whose pkg/seed.py enables deterministic algorithms, pkg/train.py imports it."""
+    from pathlib import Path
+
+    from torchlint.api import check_paths
+
+    (root / "pyproject.toml").write_text("")
+    (root / "pkg").mkdir()
+    (root / "pkg" / "__init__.py").write_text("")
+    (root / "pkg" / "seed.py").write_text(SEED_MODULE)
+    (root / "pkg" / "train.py").write_text("from pkg.seed import seed_all\n\nseed_all(0)\n")
+    (root / "other.py").write_text(SEED_MODULE)
+    for name, text in extra.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+    return sorted((Path(f.path).relative_to(root).as_posix(), f.line)
+                  for f in check_paths([root], Settings()) if f.code == "TL502")
+
+
+LAUNCHER = 'import os\n\nos.environ["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"\nfrom pkg import train\n'
+
+
+@pytest.mark.parametrize("extra, expected", [
+    ({}, [("other.py", 6), ("pkg/seed.py", 6)]),
+    ({"launch.py": LAUNCHER}, [("other.py", 6)]),  # a launcher sets it, then imports train -> seed
+    ({"pkg/__init__.py": 'import os\nos.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":16:8")\n'},
+     [("other.py", 6)]),  # the package's __init__ runs before seed.py
+    ({"scripts/run.sh": "export CUBLAS_WORKSPACE_CONFIG=:4096:8\npython -m pkg.train\n"}, [("other.py", 6)]),
+    ({"pkg/job.sh": "export CUBLAS_WORKSPACE_CONFIG=:4096:8\n"}, [("other.py", 6)]),  # the folder's own script
+    ({"README.md": "CUBLAS_WORKSPACE_CONFIG=:16:8 python other.py\n"}, [("pkg/seed.py", 6)]),
+    ({"docs/notes.md": "Deterministic runs need CUBLAS_WORKSPACE_CONFIG.\n",  # names no script
+      "unrelated.py": '# os.environ["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"\n'},  # a comment sets nothing
+     [("other.py", 6), ("pkg/seed.py", 6)]),
+], ids=["nothing", "launcher", "package-init", "run-script", "folder-script", "readme", "unlinked"])
+def test_cublas_workspace_set_elsewhere_in_the_project(tmp_path, extra, expected):
+    assert _deterministic_project(tmp_path, extra) == expected

@@ -65,7 +65,7 @@ def exits(block) -> bool:
     if not body:
         return False
     last = body[-1]
-    smalls = last.body if isinstance(last, cst.SimpleStatementLine) else []
+    smalls = last.body if isinstance(last, (cst.SimpleStatementLine, cst.SimpleStatementSuite)) else []
     return any(isinstance(s, (cst.Return, cst.Raise, cst.Continue, cst.Break)) for s in smalls)
 
 

@@ -10,7 +10,7 @@ branch of `if scaler is not None:` has no scaler.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import product
 
 import libcst as cst
@@ -30,6 +30,7 @@ class Action:
     call: CallInfo | None = None
     cond: tuple[tuple[str, bool], ...] = ()
     scaled: bool = False  # a backward of scaler.scale(loss), or a scaler's step
+    gates: tuple = ()  # the if-tests it runs under (Scope.gates), through the call sites that led to it
 
 
 def classify(ctx: FileContext, entry) -> str | None:
@@ -59,12 +60,12 @@ def classify(ctx: FileContext, entry) -> str | None:
         return UNSCALE
     if name == "zero_" and isinstance(entry.receiver, cst.Attribute) and entry.receiver.attr.value == "grad":
         return ZERO_GRAD
-    if name == "step" and _is_optimizer(ctx, entry.receiver):
+    if name == "step" and is_optimizer(ctx, entry.receiver):
         return STEP
     return None
 
 
-def _is_optimizer(ctx: FileContext, receiver) -> bool:
+def is_optimizer(ctx: FileContext, receiver) -> bool:
     """An optimizer or GradScaler: from its constructor when visible, else from how it is named."""
     value = ctx.value(receiver)
     if value.kind in ("optimizer", "scaler"):
@@ -90,7 +91,7 @@ def _scaled(ctx: FileContext, kind: str, call: CallInfo) -> bool:
 EXPANSION_BUDGET = 20_000  # entries one body's analysis may visit through followed calls
 
 
-def body_entries(ctx: FileContext, body: Body) -> list[tuple[object, tuple]]:
+def body_entries(ctx: FileContext, body: Body) -> list[tuple[object, tuple, tuple]]:
     """`entries` of a body from its start, expanded once per file and shared by the rules."""
     cache = ctx.memo.setdefault("body_entries", {})
     found = cache.get(id(body))
@@ -102,21 +103,24 @@ def body_entries(ctx: FileContext, body: Body) -> list[tuple[object, tuple]]:
 def actions(ctx: FileContext, body: Body) -> list[Action]:
     """The gradient actions a body performs, in order, through nested loops, calls and closures."""
     found: list[Action] = []
-    for entry, cond in body_entries(ctx, body):
+    for entry, cond, via in body_entries(ctx, body):
         kind = classify(ctx, entry)
         if kind is None:
             continue
         call = entry if isinstance(entry, CallInfo) else None
+        gates = via + entry.scope.gates
         if kind == STEP and call is not None:
-            found.extend(a if not cond else Action(a.kind, a.node, a.call, cond + a.cond, a.scaled)
+            found.extend(replace(a, cond=cond + a.cond, gates=gates + a.gates)
                          for a in _closure_actions(ctx, call))
         found.append(Action(kind, entry.node, call, cond + entry.scope.cond,
-                            _scaled(ctx, kind, call) if call is not None else False))
+                            _scaled(ctx, kind, call) if call is not None else False, gates))
     return found
 
 
-def entries(body: Body, cond: tuple, seen: set[int], budget: list[int] | None = None) -> Iterator[tuple[object, tuple]]:
-    """Calls and marks in order, with the flags of the call sites that led into each function.
+def entries(body: Body, cond: tuple, seen: set[int], budget: list[int] | None = None,
+            via: tuple = ()) -> Iterator[tuple[object, tuple, tuple]]:
+    """Calls and marks in order, with the flags of the call sites that led into each function and
+    the gates of those call sites (`via`: an entry runs under `via + entry.scope.gates`).
 
     Calls are followed along every path, which is exponential in a file whose functions call each
     other a lot (a recursive-descent parser): past the budget of entries, calls are no longer followed."""
@@ -124,14 +128,14 @@ def entries(body: Body, cond: tuple, seen: set[int], budget: list[int] | None = 
         budget = [EXPANSION_BUDGET]
     for entry in body.entries:
         if isinstance(entry, Body):
-            yield from entries(entry, cond, seen, budget)
+            yield from entries(entry, cond, seen, budget, via)
             continue
         budget[0] -= 1
-        yield entry, cond
+        yield entry, cond, via
         callee = getattr(getattr(entry, "callee", None), "body", None)
         if isinstance(callee, Body) and id(callee) not in seen and budget[0] > 0:
             seen.add(id(callee))
-            yield from entries(callee, cond + entry.scope.cond, seen, budget)
+            yield from entries(callee, cond + entry.scope.cond, seen, budget, via + entry.scope.gates)
             seen.discard(id(callee))
 
 
@@ -149,7 +153,7 @@ def _closure_actions(ctx: FileContext, step: CallInfo) -> list[Action]:
         if inner:
             return inner
     # A closure we cannot see into: L-BFGS-style closures exist to compute the loss and backward.
-    return [Action(BACKWARD, closure, None, step.scope.cond)]
+    return [Action(BACKWARD, closure, None, step.scope.cond, gates=step.scope.gates)]
 
 
 def trains(kinds: set[str]) -> bool:
@@ -189,6 +193,15 @@ def paths(steps: list[Action]) -> Iterator[list[Action]]:
 
 def uses_scaler(steps: list[Action]) -> bool:
     return any(action.scaled for action in steps)
+
+
+def gates_in(loop: Body, action: Action) -> tuple | None:
+    """The gates an action runs under inside one iteration of `loop` (None: not reached from it)."""
+    outer = loop.scope.gates
+    gates = action.gates
+    if len(gates) < len(outer) or any(a is not b for a, b in zip(gates, outer, strict=False)):
+        return None
+    return gates[len(outer):]
 
 
 def loop_header(loop: Body) -> cst.CSTNode:

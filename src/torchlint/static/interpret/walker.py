@@ -114,10 +114,12 @@ class Walker(Expressions, Calls):
     def block(self, body) -> None:
         stmt = self._stmt
         self.block_size = len(body)
+        start = self.scope
         for node in body:
             handler = stmt.get(type(node))
             if handler is not None:
                 handler(node)
+        self.scope = start  # drop the gates of `if ...: continue` statements in this block
 
     def flush(self) -> None:
         if not self.events:
@@ -374,7 +376,7 @@ class Walker(Expressions, Calls):
         flag = guards.flag_of(node.test)
         before = dict(self.frame.env)
         outer_scope = self.scope
-        then_scope = replace(outer_scope, guarded=True) if not outer_scope.guarded else outer_scope
+        then_scope = replace(outer_scope, guarded=True, gates=outer_scope.gates + ((node.test, True),))
         if not outer_scope.debug and _mentions(node.test, "debug"):
             then_scope = replace(then_scope, debug=True)
         if flag is not None:
@@ -386,11 +388,13 @@ class Walker(Expressions, Calls):
             self.scope = outer_scope
         after_then = self.frame.env
         self.frame.env = dict(before)
+        otherwise = outer_scope.gates + ((node.test, False),)
         if node.orelse is not None:
             if flag is not None:
-                self.scope = replace(outer_scope, guarded=True, cond=outer_scope.cond + ((flag[0], not flag[1]),))
+                self.scope = replace(outer_scope, guarded=True, cond=outer_scope.cond + ((flag[0], not flag[1]),),
+                                     gates=otherwise)
             else:
-                self.scope = replace(outer_scope, guarded=True)
+                self.scope = replace(outer_scope, guarded=True, gates=otherwise)
             try:
                 if isinstance(node.orelse, cst.If):
                     self._if(node.orelse)
@@ -399,6 +403,8 @@ class Walker(Expressions, Calls):
             finally:
                 self.scope = outer_scope
         self.frame.env = _merge(before, after_then, self.frame.env)
+        if node.orelse is None and guards.exits(node.body):
+            self.scope = replace(outer_scope, gates=otherwise)  # the rest of the block: only when the test fails
 
     def data_write(self, data: cst.Attribute) -> None:
         """`p.data = ...`, `p.data.clamp_(...)`, `p.data -= ...`: a write that autograd does not see."""

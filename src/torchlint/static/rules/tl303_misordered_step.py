@@ -1,24 +1,62 @@
-"""TL303 misordered-step: zero_grad between backward and step, step before backward, clipping misplaced."""
+"""TL303 misordered-step: zero_grad between backward and step, step before backward, clipping misplaced,
+zero_grad every iteration of a loop that steps every k-th iteration (accumulation undone)."""
 
 from __future__ import annotations
 
 from torchlint.rule import RuleInfo
 from torchlint.static.interpret.context import FileContext
 from torchlint.static.rules.base import Rule
-from torchlint.static.interpret.training import BACKWARD, CLIP, STEP, ZERO_GRAD, innermost_training_loops, paths
+from torchlint.static.interpret.periodic import is_periodic
+from torchlint.static.interpret.scopes import Body
+from torchlint.static.interpret.training import (BACKWARD, CLIP, STEP, ZERO_GRAD, Action, gates_in,
+                                                 innermost_training_loops, is_optimizer, paths)
 
 
 class MisorderedStep(Rule):
     info = RuleInfo(
         "TL303", "misordered-step", "error",
-        "Gradient calls out of order: zero_grad between backward and step, step before backward, clip after step.",
+        "Gradient calls out of order: zero_grad between backward and step, step before backward, clip after "
+        "step, zero_grad every iteration while step() runs every k-th (accumulation undone).",
         tags=("training-loop",),
     )
 
     def on_end(self, ctx: FileContext) -> None:
-        for _loop, merged in innermost_training_loops(ctx):
+        for loop, merged in innermost_training_loops(ctx):
             for steps in paths(merged):
                 self._check_path(ctx, steps)
+            self._check_accumulation(ctx, loop, merged)
+
+    def _check_accumulation(self, ctx: FileContext, loop, steps: list[Action]) -> None:
+        """Backward every iteration, step() only every k-th, zero_grad() every iteration: each step
+        applies the last micro-batch's gradients only, the others were cleared before it ran."""
+        inside = [(a, gates_in(loop, a)) for a in steps]
+        zeros = [(a, g) for a, g in inside if a.kind == ZERO_GRAD and g is not None
+                 and not ctx.is_claimed(a.node) and not _defined_here(a)]
+        if not zeros:
+            return
+        gradient = [(a, g) for a, g in inside if a.kind in (BACKWARD, STEP) and g is not None]
+        for position, (step, gates) in enumerate(gradient):
+            if step.kind != STEP or not gates:
+                continue
+            feeding, feeding_gates = gradient[position - 1]  # the backward before it (the last one, cyclically)
+            if feeding.kind != BACKWARD:
+                continue
+            # Every iteration that runs that backward also clears: the zero_grad has none of its gates but
+            # the backward's (it may share a `if batch is None: continue`).
+            clearing = [a for a, g in zeros if all(gate in feeding_gates for gate in g)
+                        and _same_optimizer(ctx, a, step)]
+            if not clearing:
+                continue
+            period = next(((test, value) for test, value in gates if is_periodic(ctx, loop, test)), None)
+            if period is None or any(is_periodic(ctx, loop, test) for test, _v in feeding_gates):
+                continue  # not every k-th, or the step has its own backward under that condition (a GAN)
+            test, value = period
+            when = f"`{ctx.code(test, 40)}`" + ("" if value else " is false")
+            self._report(ctx, clearing[0].node,
+                         f"runs every iteration, but step() only when {when}: the gradients of the "
+                         "iterations in between are cleared before a step uses them, so gradient "
+                         "accumulation does nothing. Zero the gradients next to step(), under its condition")
+            return
 
     def _check_path(self, ctx: FileContext, steps) -> None:
         kinds = [a.kind for a in steps]
@@ -49,3 +87,20 @@ class MisorderedStep(Rule):
     def _report(self, ctx: FileContext, node, message: str) -> None:
         if not ctx.is_claimed(node):
             ctx.report(self.info, node, f"`{ctx.code(node)}`: {message}")
+
+
+def _defined_here(zero: Action) -> bool:
+    """A zero_grad() of the project's own (an accumulation wrapper): judged by the calls in its body."""
+    return zero.call is not None and isinstance(getattr(zero.call.callee, "body", None), Body)
+
+
+def _same_optimizer(ctx: FileContext, zero: Action, step: Action) -> bool:
+    """Unless both calls name optimizers and they differ (`opt_d.zero_grad()` vs `opt_g.step()`)."""
+    if zero.call is None or step.call is None or zero.call.receiver is None:
+        return True
+    stepped = step.call.receiver
+    if step.scaled and step.call.args:  # scaler.step(optimizer)
+        stepped = step.call.args[0]
+    if stepped is None or not is_optimizer(ctx, zero.call.receiver) or not is_optimizer(ctx, stepped):
+        return True
+    return ctx.shape(zero.call.receiver) == ctx.shape(stepped)

@@ -26,7 +26,7 @@ class Fp16WithoutGradScaler(Rule):
                                          for a in steps):
                 continue  # `accelerator.backward(loss)` / `fabric.backward(loss)` scale for themselves
             backward = next(a for a in steps if a.kind == BACKWARD)
-            for entry, _cond in body_entries(ctx, loop):
+            for entry, _cond, _via in body_entries(ctx, loop):
                 if not isinstance(entry, CallInfo) or id(entry.node) in done:
                     continue
                 dtype = autocast_dtype(ctx, entry.node)

@@ -20,7 +20,7 @@ class EmptyCacheInLoop(Rule):
         # loop, a benchmark over ops, an OOM handler, a retry, or an occasional validation block.
         done = set()
         for loop, _steps in innermost_training_loops(ctx):
-            for entry, cond in body_entries(ctx, loop):
+            for entry, cond, _via in body_entries(ctx, loop):
                 if not isinstance(entry, CallInfo) or entry.qual != "torch.cuda.empty_cache" or cond \
                         or entry.scope.guarded or entry.scope.cond or id(entry.node) in done:
                     continue

@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from torchlint.rule import RuleInfo
 from torchlint.static.interpret.context import CallInfo, FileContext
 from torchlint.static.rules.base import Rule
 from torchlint.static.interpret.scopes import Mark
+from torchlint.static.project_env import code_mentions, code_text, set_elsewhere
+
+WORKSPACE = "CUBLAS_WORKSPACE_CONFIG"
+# Evidence that a file may run on CUDA: `.cuda()`, torch.cuda.*, a "cuda" device string, device_map=.
+_CUDA = re.compile(r"\.\s*cuda\s*\(|\btorch\s*\.\s*cuda\b|[\"']\s*cuda\b|\bdevice_map\b")
 
 
 def _is_true(node) -> bool:
@@ -43,12 +50,37 @@ class ConflictingDeterminism(Rule):
             ctx.report(self.info, benchmark.node,
                        "cudnn.benchmark = True autotunes to the fastest (possibly non-deterministic) kernel per "
                        "shape, defeating cudnn.deterministic = True set in this file; set benchmark = False")
-        if "CUBLAS_WORKSPACE_CONFIG" in env_names(ctx):
+        calls = [call for call in ctx.calls.values() if call.qual == "torch.use_deterministic_algorithms"
+                 and _may_be_true(ctx, call.param(0, "mode")) and _may_be_false(call.kwargs.get("warn_only"))]
+        if not calls or not _workspace_unset(ctx):
             return
-        for call in ctx.calls.values():
-            if call.qual == "torch.use_deterministic_algorithms" and call.args and _is_true(call.args[0]) \
-                    and not _is_true(call.kwargs.get("warn_only")):
-                ctx.report(self.info, call.node,
-                           f"`{ctx.code(call.node)}` without CUBLAS_WORKSPACE_CONFIG: cuBLAS matmuls on CUDA "
-                           "raise 'Deterministic behavior was enabled ... CUBLAS_WORKSPACE_CONFIG'. Export "
-                           "CUBLAS_WORKSPACE_CONFIG=:4096:8 before CUDA starts")
+        for call in calls:
+            ctx.report(self.info, call.node,
+                       f"`{ctx.code(call.node)}` without CUBLAS_WORKSPACE_CONFIG in this program: on CUDA >= 10.2 "
+                       "the first cuBLAS matmul raises 'Deterministic behavior was enabled ... "
+                       "CUBLAS_WORKSPACE_CONFIG'. Set os.environ['CUBLAS_WORKSPACE_CONFIG'] = ':4096:8' before "
+                       "CUDA starts (or export it), or pass warn_only=True")
+
+
+def _may_be_true(ctx: FileContext, mode) -> bool:
+    """`True`, or a value that may be (a config flag); not `False`, `None` or a constant 0."""
+    if mode is None or (isinstance(mode, cst.Name) and mode.value in ("False", "None")):
+        return False
+    return ctx.value(mode).const != 0
+
+
+def _may_be_false(warn_only) -> bool:
+    """warn_only=True turns the error into a warning; a flag given there is the author's choice."""
+    return warn_only is None or (isinstance(warn_only, cst.Name) and warn_only.value == "False")
+
+
+def _workspace_unset(ctx: FileContext) -> bool:
+    """No CUBLAS_WORKSPACE_CONFIG anywhere the program could get it from, and the file may run on CUDA
+    (on a CPU-only program the check never fires)."""
+    if WORKSPACE in env_names(ctx) or code_mentions(ctx.source, WORKSPACE):
+        return False
+    if not _CUDA.search(code_text(ctx.source)):
+        return False
+    if ctx.project is not None and ctx.file is not None:
+        return set_elsewhere(ctx.project, ctx.file, WORKSPACE, ctx.deps) is None
+    return True
