@@ -13,6 +13,7 @@ from torchlint.config import ConfigError, Settings, load_settings, parse_size
 from torchlint.paths import check_named_paths
 
 COMMANDS = ("check", "rule", "rules", "trace", "run")
+CHECK_FORMATS = ("text", "json", "sarif", "github", "gitlab", "junit", "pylint", "concise")  # report.FORMATS
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
 
@@ -43,7 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--select", type=_codes, help="codes or prefixes to enable (replaces the default set); ALL for every rule")
     check.add_argument("--extend-select", type=_codes, default=[], help="codes or prefixes to enable on top")
     check.add_argument("--ignore", type=_codes, default=[], help="codes or prefixes to disable")
-    check.add_argument("--output-format", choices=("text", "json", "sarif", "github"), default="text")
+    check.add_argument("--output-format", choices=CHECK_FORMATS, default="text")
     check.add_argument("-o", "--output-file", type=Path, help="write the report to this file")
     check.add_argument("--statistics", action="store_true", help="print counts per rule instead of findings")
     check.add_argument("--exit-zero", action="store_true", help="exit 0 even when there are findings")
@@ -59,6 +60,10 @@ def build_parser() -> argparse.ArgumentParser:
                        "and the notebook format (.ipynb) apply by this name")
     check.add_argument("--max-file-size", type=_size, metavar="SIZE",
                        help="skip (with a note) files bigger than this, e.g. 5MB; 0: no limit (default: 5MB)")
+    check.add_argument("--add-noqa", action="store_true", help="add `# noqa: CODE` to the lines of every current finding")
+    check.add_argument("--baseline", type=Path, metavar="FILE", help="report only findings this baseline does not hold")
+    check.add_argument("--write-baseline", type=Path, metavar="FILE", help="write the current findings to FILE as a "
+                       "baseline, report nothing")
 
     trace = sub.add_parser("trace", help="trace a model with torch.fx: symbolic shapes per layer, shape errors")
     trace.add_argument("target", help="model.py:Net, package.module:Net, or a factory function")
@@ -162,17 +167,20 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 
 def _check(args: argparse.Namespace) -> int:
+    from torchlint import adopt
     from torchlint.api import check_files
     from torchlint.report import FORMATS
 
     if args.jobs < 1:
         raise ConfigError("--jobs must be at least 1")
-    if "-" in args.paths or args.stdin_filename is not None:
+    stdin = "-" in args.paths or args.stdin_filename is not None
+    baseline = adopt.prepare(args, stdin)
+    if stdin:
         if args.paths not in ([], ["-"]):
             raise ConfigError("stdin (- or --stdin-filename) cannot be combined with other paths")
         from torchlint.stdin import check_stdin
 
-        return check_stdin(args, _settings(args), _emit)
+        return check_stdin(args, _settings(args), _emit, baseline)
     args.paths = args.paths or ["."]
     check_named_paths(args.paths)
     settings = _settings(args)
@@ -184,15 +192,20 @@ def _check(args: argparse.Namespace) -> int:
                   "--max-file-size or max-file-size in the config", file=sys.stderr)
     if not results:  # as ruff does: a warning, exit 0
         print(f"torchlint: warning: no Python files found under {', '.join(args.paths)}", file=sys.stderr)
+    if args.add_noqa:
+        return adopt.add_noqa_comments(results, args.exit_zero)
     if args.fix or args.diff:
         changed = _apply_fixes(results, settings, args)
         if args.diff:
             return EXIT_FINDINGS if changed else EXIT_OK
     findings = sorted((f for r in results for f in r.findings), key=lambda f: f.sort_key)
+    if args.write_baseline is not None:
+        return adopt.write_baseline(args, findings)
+    findings = adopt.without_baseline(args, baseline, findings)
     to_terminal = args.output_file is None and sys.stdout.isatty()
     report = FORMATS[args.output_format](
         findings, statistics=args.statistics, color=to_terminal and not os.environ.get("NO_COLOR"),
-        root=str(settings.root if settings.source else Path.cwd()),
+        root=str(settings.root if settings.source else Path.cwd()), files=[r.path for r in results if r.skipped is None],
     )
     if args.output_format == "text" and not any(result.skipped is None for result in results):
         report = "No files were checked.\n"  # not "All checks passed!"

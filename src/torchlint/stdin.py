@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -32,7 +33,9 @@ def read_stdin() -> str:
         raise ConfigError(f"stdin is not valid UTF-8 ({error.reason} at byte {error.start})") from None
 
 
-def check_stdin(args: argparse.Namespace, settings: Settings, emit: Callable[[str, Path | None], None]) -> int:
+def check_stdin(args: argparse.Namespace, settings: Settings, emit: Callable[[str, Path | None], None],
+                baseline: Counter | None = None) -> int:
+    from torchlint.adopt import without_baseline
     from torchlint.report import FORMATS
     from torchlint.static.notebook_check import check_any, diff_any, fix_any
 
@@ -58,9 +61,10 @@ def check_stdin(args: argparse.Namespace, settings: Settings, emit: Callable[[st
         file = path.resolve() if args.stdin_filename is not None and path.parent.is_dir() else None
         findings = check_any(text, name, local.enabled(), local.options, file=file)
     findings.sort(key=lambda f: f.sort_key)
+    findings = without_baseline(args, baseline, findings, sources={name: text})
     report = FORMATS[args.output_format](
         findings, statistics=args.statistics, color=False, sources={name: text},
-        root=str(settings.root if settings.source else Path.cwd()),
+        root=str(settings.root if settings.source else Path.cwd()), files=[name],
     )
     if fixing and args.output_file is None:
         if findings or args.output_format != "text":  # "All checks passed!" would only be noise here

@@ -5,8 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from torchlint.finding import Finding
+from torchlint.report.concise import render_concise
 from torchlint.report.github import render_github
+from torchlint.report.gitlab import render_gitlab
 from torchlint.report.json_format import render_json
+from torchlint.report.junit import render_junit
+from torchlint.report.pylint import render_pylint
 from torchlint.report.sarif import render_sarif
 from torchlint.report.text import render_text
 
@@ -16,6 +20,10 @@ FORMATS: dict[str, Renderer] = {
     "json": render_json,
     "sarif": render_sarif,
     "github": render_github,
+    "gitlab": render_gitlab,
+    "junit": render_junit,
+    "pylint": render_pylint,
+    "concise": render_concise,
 }
 
 __all__ = ["FORMATS", "Finding"]

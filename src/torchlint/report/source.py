@@ -17,11 +17,15 @@ class SourceLines:
         self.lines: dict[tuple[str, int | None], list[str]] = {}
 
     def line(self, finding: Finding) -> str | None:
+        lines = self.all_lines(finding)
+        return lines[finding.line - 1] if 0 < finding.line <= len(lines) else None
+
+    def all_lines(self, finding: Finding) -> list[str]:
+        """The lines of the file, or of the notebook cell, the finding is in."""
         key = (finding.path, finding.cell)
         if key not in self.lines:
             self._load(finding.path)
-        lines = self.lines.get(key, [])
-        return lines[finding.line - 1] if 0 < finding.line <= len(lines) else None
+        return self.lines.get(key, [])
 
     def _load(self, path: str) -> None:
         text = self.sources.get(path)
@@ -44,3 +48,13 @@ def location(finding: Finding) -> str:
     """`path:line:col` or, in a notebook, `path:cell N:line:col`."""
     cell = f"cell {finding.cell}:" if finding.cell is not None else ""
     return f"{finding.path}:{cell}{finding.line}:{finding.column}"
+
+
+def cell_location(finding: Finding) -> str:
+    """`cell N:line:col` for a notebook finding, "" for a file's."""
+    return f"cell {finding.cell}:{finding.line}:{finding.column}" if finding.cell is not None else ""
+
+
+def one_line(text: str) -> str:
+    """A message for a line-oriented format: line breaks become spaces."""
+    return " ".join(text.splitlines())

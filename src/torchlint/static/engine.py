@@ -121,7 +121,7 @@ def _check_text(source, path, enabled, options, file, deps) -> list[Finding]:
             targets.extend(node for node, _ in pending.fix.replacements)
         targets.extend(item[0] for item in pending.related if _local(item, path))
     spans = locate(module, targets)
-    lines = source_lines(source)
+    noqa = suppress.LineSuppression(source, source_lines(source))
     findings = []
     seen = set()
     for pending in ctx.pending:
@@ -133,8 +133,7 @@ def _check_text(source, path, enabled, options, file, deps) -> list[Finding]:
         if key in seen or suppress.is_ignored(code, file_ignored):
             continue
         seen.add(key)
-        line_text = lines[span[0] - 1] if span[0] - 1 < len(lines) else ""
-        if suppress.line_suppresses(line_text, code):
+        if noqa.suppresses(span[0], code):
             continue
         fix = None
         if pending.fix is not None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+from torchlint.static.comment_lines import CommentLines, comment_lines
+
 _NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.I)
 _FILE_IGNORE = re.compile(r"#\s*torchlint:\s*file-ignore(?:\[(?P<codes>[^\]]*)\])?", re.I)
 _CODE = re.compile(r"[A-Z]+[0-9]+")
@@ -35,7 +37,41 @@ def line_suppresses(line_text: str, code: str) -> bool:
     return False
 
 
+def noqa_in_comment(comment: str) -> tuple[list[str], int] | None:
+    """For a comment holding `# noqa: A1, B2`: its codes and the offset just after them, where more
+    codes can be appended; ([], -1) for a bare `# noqa`; None when the comment has no noqa."""
+    match = _NOQA.search(comment)
+    if match is None:
+        return None
+    if match.group("codes") is None:
+        return [], -1
+    return _CODE.findall(match.group("codes").upper()), match.end("codes")
+
+
 def is_ignored(code: str, ignored: set[str] | None) -> bool:
     if not ignored:
         return False
     return "ALL" in ignored or any(code.startswith(prefix) for prefix in ignored)
+
+
+class LineSuppression:
+    """`# noqa` for a finding's first line: on that line, or where its comment has to go when the line
+    ends inside a multi-line string or a backslash continuation (tokenized only when needed)."""
+
+    def __init__(self, source: str, lines: list[str]) -> None:
+        self.lines = lines
+        self.source = source if "noqa" in source.lower() else None
+        self.layout: CommentLines | None = None
+
+    def suppresses(self, line: int, code: str) -> bool:
+        if self.source is None:
+            return False
+        if line_suppresses(self._text(line), code):
+            return True
+        if self.layout is None:
+            self.layout = comment_lines(self.source) or CommentLines()
+        slot = self.layout.slot(line)
+        return slot != line and line_suppresses(self._text(slot), code)
+
+    def _text(self, line: int) -> str:
+        return self.lines[line - 1] if 0 < line <= len(self.lines) else ""
