@@ -46,6 +46,7 @@ class Summary:
     key: str  # content hash
     env: dict[str, Value]
     deps: dict[str, str]  # every project module its summary read, with content hashes
+    checkpoints: tuple = ()  # checkpoints.Saved: its torch.save calls of objects weights-only loads refuse
 
 
 @dataclass
@@ -91,25 +92,28 @@ class Project:
         return result
 
     def _summarise(self, path: Path) -> Summary | None:
+        from torchlint.static.interpret import checkpoints
         from torchlint.static.interpret.context import FileContext  # the walker imports this module
         from torchlint.static.interpret.walker import Walker
 
         try:
             data = path.read_bytes()
-            module = cst.parse_module(decode_source(data).text)
+            text = decode_source(data).text
+            module = cst.parse_module(text)
         except (OSError, SourceError, cst.ParserSyntaxError, RecursionError, MemoryError, ValueError):
             return None
         ctx = FileContext(path=str(path), source="", module=module, options={}, project=self, file=path)
         walker = Walker(ctx, ((), (), (), (), ()))
         try:
             walker.run(module)
+            saved = checkpoints.summarise(ctx, module, path) if "save" in text else ()
         except Exception:  # a module we cannot summarise is unknown, not an error of the importer
             if os.environ.get("TORCHLINT_STRICT"):
                 raise
             return None
         deps = dict(ctx.deps)
         deps[str(path)] = content_key(data)
-        return Summary(path, deps[str(path)], dict(walker.frame.env), deps)
+        return Summary(path, deps[str(path)], dict(walker.frame.env), deps, saved)
 
     def names(self, importer: Path, module: str | None, level: int, names: list[str] | None,
               deps: dict[str, str]) -> dict[str, Value]:

@@ -10,6 +10,9 @@ from torchlint.static.facts.values import NOTHING, ROUTINE, Value, constant, joi
 from torchlint.static.interpret import guards
 from torchlint.static.interpret.frames import Frame, params_of
 
+# Plain Python objects the interpreter tracks for what they hold, never tensors.
+OBJECT_KINDS = frozenset({"dict", "namespace", "argparser", "file"})
+
 
 class Expressions:
     """The expression half of the interpreter (mixed into Walker)."""
@@ -37,6 +40,8 @@ class Expressions:
         if self.ctx.qualify(node) is not None:
             return NOTHING
         owner = self.expr(node.value)
+        if owner.kind in OBJECT_KINDS:
+            return NOTHING  # `args.data` is an option's value, `state.T` no tensor
         attr = node.attr.value
         if owner.cls is not None and owner.kind == "instance":
             found = owner.cls.attrs.get(attr)
@@ -75,11 +80,15 @@ class Expressions:
         return Value(kind="list", items=items, zero=any(item.zero for item in items), node=node)
 
     def _dict(self, node: cst.Dict) -> Value:
+        keys, items = [], []
         for element in node.elements:
+            key = None
             if isinstance(element, cst.DictElement):
                 self.expr(element.key)
-            self.expr(element.value)
-        return NOTHING
+                key = string_key(element.key)
+            keys.append(key)  # a `**other` splat: its keys are unknown
+            items.append(self.expr(element.value))
+        return Value(kind="dict", items=tuple(items), keys=tuple(keys), node=node)
 
     def _comparison(self, node: cst.Comparison) -> Value:
         self.expr(node.left)
@@ -171,3 +180,10 @@ class Expressions:
         right = self.expr(node.right)
         return self._arith_value(type(node.operator).__name__, left, right, node.left, node.right, node)
 
+
+def string_key(node) -> str | None:
+    """The text of a plain string literal (`"args"`), else None."""
+    if isinstance(node, cst.SimpleString):
+        text = node.evaluated_value
+        return text if isinstance(text, str) else None
+    return None
