@@ -325,3 +325,44 @@ def test_a_meter_in_another_module_that_adds_the_loss_to_its_state(tmp_path):
     related = findings[0].related[0]
     assert (Path(related.path).name, related.line) == ("meters.py", 8)
     assert "losses.update" in findings[0].message and "loss.item()" in findings[0].message
+
+
+CHECKPOINT_UTILS = """
+from argparse import Namespace
+
+import torch
+
+
+def save_checkpoint(path, model, args):
+    torch.save({"args": Namespace(**vars(args)), "state_dict": model.state_dict()}, path)
+"""
+
+RESUME = """
+import torch
+from utils import save_checkpoint
+
+
+def resume(path, model):
+    state = torch.load(path, map_location="cpu")
+    model.load_state_dict(state["state_dict"])
+    return state["args"]
+
+
+def pretrained(path, model):
+    model.load_state_dict(torch.load(path)["state_dict"])
+"""
+
+UNRELATED = """
+import torch
+
+
+def resume(path):
+    return torch.load(path)["args"]
+"""
+
+
+def test_a_load_reading_the_key_a_project_module_saves_a_namespace_under(tmp_path):
+    root = make(tmp_path, {"utils.py": CHECKPOINT_UTILS, "train.py": RESUME, "other.py": UNRELATED})
+    assert found(root) == [("train.py", "TL702", 7)]
+    finding = next(f for f in check_paths([root]) if f.code == "TL702")
+    assert "utils.py:8" in finding.message

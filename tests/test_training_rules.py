@@ -552,6 +552,128 @@ CASES = {
             model.zero_grad()
             return torch.load(path)
         """, set()),
+    # TL702
+    "a Namespace stored under a key, read back through that key without weights_only": ("""
+        import argparse
+        import torch
+        def save(model, path, args):
+            state = {"state_dict": model.state_dict()}
+            state["args"] = argparse.Namespace(**vars(args))
+            torch.save(state, path)
+        def load_args(checkpoint):
+            return torch.load(checkpoint, map_location="cpu")["args"]
+        def load_weights(model, checkpoint):
+            state = torch.load(checkpoint)
+            model.load_state_dict(state["state_dict"])
+            return state.get("args")
+        """, {("TL702", 9), ("TL702", 11)}),
+    "parse_args() passed to the function that saves, the same path loaded; weights_only given is fine": ("""
+        import argparse
+        import torch
+        def save_checkpoint(state, filename):
+            torch.save(state, filename)
+        def resume(filename):
+            return torch.load(filename)
+        def resume_trusted(filename):
+            return torch.load(filename, weights_only=False)
+        def main():
+            parser = argparse.ArgumentParser()
+            args, _ = parser.parse_known_args()
+            save_checkpoint({"epoch": 1, "args": args}, "ckpt.pt")
+        """, {("TL702", 7)}),
+    "a whole model written through open() as f; another file opened as f is not that checkpoint": ("""
+        import torch
+        import torch.nn as nn
+        class Net(nn.Module):
+            def forward(self, x):
+                return x
+        def train(save_path, pretrained):
+            model = Net()
+            with open(save_path, "wb") as f:
+                torch.save(model, f)
+            with open(pretrained, "rb") as f:
+                other = torch.load(f)
+            with open(save_path, "rb") as f:
+                best = torch.load(f)
+            return other, best
+        """, {("TL702", 14)}),
+    "clean: options as a dict (vars), state_dicts, or an unknown object saved": ("""
+        import argparse
+        import torch
+        def save(model, optimizer, path, extra):
+            args = argparse.ArgumentParser().parse_args()
+            torch.save({"args": vars(args), "model": model.state_dict(),
+                        "optimizer": optimizer.state_dict()}, path)
+            torch.save(extra, path + ".extra")
+        def load(path):
+            state = torch.load(path)
+            return state["args"], torch.load(path + ".extra")
+        """, set()),
+    "clean: allow-listed Namespace, safe_globals context, pickle_module, **kwargs, state_dict load": ("""
+        import argparse
+        import pickle
+        import torch
+        from argparse import Namespace
+        torch.serialization.add_safe_globals([Namespace])
+        class Net(torch.nn.Module):
+            def forward(self, x):
+                return x
+        def save(path):
+            model = Net()
+            torch.save({"args": argparse.Namespace(lr=0.1), "model": model.state_dict()}, path)
+            torch.save(model, path + ".full")
+        def load(path, model, **kwargs):
+            args = torch.load(path)["args"]
+            with torch.serialization.safe_globals([Net]):
+                full = torch.load(path + ".full")
+            again = torch.load(path + ".full", pickle_module=pickle)
+            model.load_state_dict(torch.load(path + ".full"))
+            return args, full, again, torch.load(path + ".full", **kwargs)
+        """, set()),
+    "clean: a retry with weights_only=False in the except handler; a branch on the torch version": ("""
+        import pickle
+        import torch
+        from argparse import Namespace
+        def save(path, model, args: Namespace):
+            torch.save({"args": args, "model": model.state_dict()}, path)
+        def load(path):
+            try:
+                return torch.load(path)
+            except pickle.UnpicklingError:
+                return torch.load(path, weights_only=False)
+        def load_old(path):
+            if torch.__version__ < "2.6":
+                return torch.load(path)["args"]
+            return torch.load(path, weights_only=False)["args"]
+        """, set()),
+    "a state_dict fed to load_state_dict is another file than the saved model; the args key is not": ("""
+        import torch
+        from argparse import Namespace
+        class Net(torch.nn.Module):
+            def forward(self, x):
+                return x
+        def save(path, args: Namespace):
+            torch.save({"model": Net(), "args": args}, path)
+        def finetune(path, net):
+            state = torch.load(path)
+            net.load_state_dict(state["model"])
+        def restore(path):
+            state = torch.load(path)
+            return state["model"], state["args"]
+        """, {("TL702", 13)}),
+    "add_safe_globals of another class does not cover the saved model": ("""
+        import argparse
+        import torch
+        import torch.nn as nn
+        torch.serialization.add_safe_globals([argparse.Namespace])
+        class Net(nn.Module):
+            def forward(self, x):
+                return x
+        def export(path):
+            torch.save(Net(), path)
+        def restore(path):
+            return torch.load(path)
+        """, {("TL702", 12)}),
     # TL501 / TL502 / TL503
     "numpy and random seeded, torch used unseeded": ("""
         import random

@@ -17,11 +17,20 @@ from torchlint.static.facts.values import Value
 _SCALARS = ("kind", "op", "lo", "hi", "zero", "prob", "half", "unbounded", "shifted", "tracked", "const",
             "eps", "qual", "grad_off", "workers", "checked")
 MAX_DEPTH = 4
+SAVES_KEY = "<torch.save>"  # not a Python name: the module's checkpoint saves, as importers see them
 
 
 def name_fingerprints(env: dict[str, Value]) -> dict[str, str]:
     """Exported name -> 12 hex digits of its facts."""
     return {name: _digest(_render(value, MAX_DEPTH, set())) for name, value in env.items()}
+
+
+def saves_fingerprint(saves) -> str:
+    """The module's saves of refused objects (checkpoints.Saved), as TL702 reads them elsewhere."""
+    return _digest(";".join(
+        f"{s.path}:{s.literal}:{s.whole}:{sorted(s.all_keys or ())}:"
+        f"{[(r.desc, r.type) for r in s.refused]}:{sorted((k, r.type) for k, r in s.keys.items())}"
+        for s in saves))
 
 
 def _digest(text: str) -> str:

@@ -21,7 +21,7 @@ import libcst as cst
 from torchlint.source import SourceError, decode_source
 from torchlint.static.cache import content_key
 from torchlint.static.facts.values import NOTHING, Value
-from torchlint.static.fingerprint import name_fingerprints
+from torchlint.static.fingerprint import SAVES_KEY, name_fingerprints, saves_fingerprint
 
 ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")
 MAX_MODULE_BYTES = 2_000_000  # generated files are not summarised
@@ -48,12 +48,15 @@ class Summary:
     env: dict[str, Value]
     deps: dict[str, str]  # every project module its summary read, with content hashes
     module: cst.Module | None = None  # its syntax tree: positions of related locations in it
+    checkpoints: tuple = ()  # checkpoints.Saved: its torch.save calls of objects weights-only loads refuse
     _fingerprints: dict[str, str] | None = None
 
     def fingerprints(self) -> dict[str, str]:
-        """Exported name -> fingerprint of its facts (computed once)."""
+        """Exported name -> fingerprint of its facts (computed once); its refused saves under one more key."""
         if self._fingerprints is None:
             self._fingerprints = name_fingerprints(self.env)
+            if self.checkpoints:
+                self._fingerprints[SAVES_KEY] = saves_fingerprint(self.checkpoints)
         return self._fingerprints
 
 
@@ -103,25 +106,28 @@ class Project:
         return result
 
     def _summarise(self, path: Path) -> Summary | None:
+        from torchlint.static.interpret import checkpoints
         from torchlint.static.interpret.context import FileContext  # the walker imports this module
         from torchlint.static.interpret.walker import Walker
 
         try:
             data = path.read_bytes()
-            module = cst.parse_module(decode_source(data).text)
+            text = decode_source(data).text
+            module = cst.parse_module(text)
         except (OSError, SourceError, cst.ParserSyntaxError, RecursionError, MemoryError, ValueError):
             return None
         ctx = FileContext(path=str(path), source="", module=module, options={}, project=self, file=path)
         walker = Walker(ctx, ((), (), (), (), ()))
         try:
             walker.run(module)
+            saved = checkpoints.summarise(ctx, module, path) if "save" in text else ()
         except Exception:  # a module we cannot summarise is unknown, not an error of the importer
             if os.environ.get("TORCHLINT_STRICT"):
                 raise
             return None
         deps = dict(ctx.deps)
         deps[str(path)] = content_key(data)
-        return Summary(path, deps[str(path)], dict(walker.frame.env), deps, module)
+        return Summary(path, deps[str(path)], dict(walker.frame.env), deps, module=module, checkpoints=saved)
 
     def module_of(self, path: str) -> cst.Module | None:
         """The syntax tree a summarised module was read from (for positions in it)."""

@@ -42,6 +42,7 @@ class Value:
     returns: Value | None = None  # what calling it yields
     cls: Any = None  # ClassInfo for user classes/instances
     items: tuple[Value, ...] = ()
+    keys: tuple[str | None, ...] = ()  # for a dict: the string key of each item (None: not a literal)
     body: Any = None  # scopes.Body of a function: what calling it does
     workers: int | None = None  # DataLoader num_workers (0 when not given)
     checks: tuple[str, ...] = ()  # for a boolean mask: the names its comparison tests (`d > 0`)
@@ -101,6 +102,8 @@ def join(a: Value, b: Value) -> Value:
     if a is b or a == b:
         return a
     if a.kind or b.kind:
+        if a.kind == "dict" == b.kind:
+            return Value(kind="dict")  # two different dicts: what each holds is not known
         return a if a.kind == b.kind and a.cls is b.cls and a.qual == b.qual else NOTHING
     return Value(
         op=a.op if a.op == b.op else None,

@@ -117,6 +117,8 @@ class Calls:
                 return self._module_result(callee, argument, node)
             if callee.half:  # an unknown model made float16 with .half()
                 return Value(half=True, node=node)
+            if isinstance(node.func, cst.Name) and node.func.value == "open" and callee is NOTHING:
+                return Value(kind="file", node=node)  # `with open(path, "wb") as f`: f writes to path
             if isinstance(node.func, cst.Name) and node.func.value in ops.PYTHON_NUMBERS:
                 return Value(tracked=False, node=node)  # float(loss), int(...), len(...): plain Python numbers
             return NOTHING
@@ -144,6 +146,9 @@ class Calls:
                 return self._cast(info, receiver)
             if name in ("parameters", "named_parameters"):
                 return Value(kind="params")
+            if name in ("parse_args", "parse_known_args") and receiver.kind in (None, "argparser"):
+                options = Value(kind="namespace", qual="argparse.Namespace", node=node)
+                return options if name == "parse_args" else Value(kind="list", items=(options, NOTHING), node=node)
             if info.op is None:
                 return NOTHING
             return self._op_result(info, receiver, values)
@@ -162,6 +167,8 @@ class Calls:
             return Value(kind="param", tracked=True)
         if qual.startswith("torch.nn.") and qual.rsplit(".", 1)[-1][:1].isupper() and not qual.startswith("torch.nn.init"):
             return Value(kind="module", qual=module_qual(qual), items=tuple(values), node=node)
+        if qual in ("argparse.Namespace", "argparse.ArgumentParser"):
+            return Value(kind="namespace" if qual == "argparse.Namespace" else "argparser", qual=qual, node=node)
         last = qual.rsplit(".", 1)[-1]
         if last == "from_pretrained":
             dtype = info.kwargs.get("torch_dtype") or info.kwargs.get("dtype")

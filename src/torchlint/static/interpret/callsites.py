@@ -69,6 +69,23 @@ class CallSites:
         return result
 
 
+    def passed(self, node: cst.FunctionDef, name: str) -> list[Value]:
+        """What each recorded call of the function gives its parameter `name` (unknown ones left out)."""
+        entry = self.calls.get(id(node))
+        if entry is None:
+            return []
+        params = node.params
+        positional = [p.name.value for p in (*params.posonly_params, *params.params)]
+        found = []
+        for bound, args, kwargs, star, _no_grad in entry[1]:
+            names = positional[1:] if bound else positional
+            value = kwargs.get(name)
+            if value is None and not star and name in names and names.index(name) < len(args):
+                value = args[names.index(name)]
+            if value is not None and value is not NOTHING:
+                found.append(value)
+        return found
+
     def grad_off(self) -> frozenset[int]:
         """Functions every recorded call of which runs with grad mode off (`@torch.no_grad()` callers)."""
         return frozenset(key for key, (_node, calls) in self.calls.items() if all(call[4] for call in calls))

@@ -11,6 +11,8 @@ from torchlint.static.interpret import guards
 from torchlint.static.interpret.frames import Frame, params_of
 
 HALF_DTYPE = Value(kind="dtype", qual="torch.float16", half=True, tracked=False, desc="torch.float16")
+# Plain Python objects the interpreter tracks for what they hold, never tensors.
+OBJECT_KINDS = frozenset({"dict", "namespace", "argparser", "file"})
 
 
 class Expressions:
@@ -40,6 +42,8 @@ class Expressions:
         if qual is not None:
             return HALF_DTYPE.but(node=node) if qual in ops.FLOAT16_NAMES else NOTHING
         owner = self.expr(node.value)
+        if owner.kind in OBJECT_KINDS:
+            return NOTHING  # `args.data` is an option's value, `state.T` no tensor
         attr = node.attr.value
         if owner.cls is not None and owner.kind == "instance":
             found = owner.cls.attrs.get(attr)
@@ -78,11 +82,15 @@ class Expressions:
         return Value(kind="list", items=items, zero=any(item.zero for item in items), node=node)
 
     def _dict(self, node: cst.Dict) -> Value:
+        keys, items = [], []
         for element in node.elements:
+            key = None
             if isinstance(element, cst.DictElement):
                 self.expr(element.key)
-            self.expr(element.value)
-        return NOTHING
+                key = string_key(element.key)
+            keys.append(key)  # a `**other` splat: its keys are unknown
+            items.append(self.expr(element.value))
+        return Value(kind="dict", items=tuple(items), keys=tuple(keys), node=node)
 
     def _comparison(self, node: cst.Comparison) -> Value:
         self.expr(node.left)
@@ -181,3 +189,11 @@ def _either(body: Value, orelse: Value) -> Value:
     if HALF_DTYPE.kind in (body.kind, orelse.kind):
         return body if body.kind == HALF_DTYPE.kind else orelse
     return join(body, orelse)
+
+
+def string_key(node) -> str | None:
+    """The text of a plain string literal (`"args"`), else None."""
+    if isinstance(node, cst.SimpleString):
+        text = node.evaluated_value
+        return text if isinstance(text, str) else None
+    return None

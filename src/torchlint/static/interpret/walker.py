@@ -20,7 +20,7 @@ from torchlint.static.facts.values import NOTHING, Value, constant, join, litera
 from torchlint.static.interpret import guards
 from torchlint.static.interpret.calls import Calls
 from torchlint.static.interpret.context import FileContext
-from torchlint.static.interpret.expressions import Expressions
+from torchlint.static.interpret.expressions import Expressions, string_key
 from torchlint.static.interpret.frames import ClassInfo, Frame, dotted, module_frame, params_of
 from torchlint.static.interpret.scopes import INIT_FUNCTIONS, MODULE_SCOPE, Body, Mark, Scope
 
@@ -333,8 +333,11 @@ class Walker(Expressions, Calls):
         return value
 
     def _annotated(self, param: cst.Param) -> Value:
-        """`module: ModelWrapper` names a class the project defines: the parameter is an instance."""
+        """`module: ModelWrapper` names a class the project defines: the parameter is an instance
+        (`args: Namespace`: the parsed options)."""
         annotation = param.annotation.annotation if param.annotation is not None else None
+        if _last_name(annotation) == "Namespace" and self.ctx.qualify(annotation) == "argparse.Namespace":
+            return Value(kind="namespace", qual="argparse.Namespace")
         if isinstance(annotation, cst.Name):
             known = self.frame.lookup(annotation.value)
             if known.kind == "class" and known.cls is not None:
@@ -519,16 +522,19 @@ class Walker(Expressions, Calls):
                 self.data_write(target.value)
             if isinstance(target.value, cst.Name):
                 name = target.value.value
-                if any(isinstance(element.slice, cst.Index) and name in guards.checked_names(element.slice.value)
+                old = self.frame.lookup(name)
+                if old.kind == "dict":  # `state["args"] = args`: one more item in the dict
+                    key = string_key(target.slice[0].slice.value) if len(target.slice) == 1 and \
+                        isinstance(target.slice[0].slice, cst.Index) else None
+                    self.frame.env[name] = old.but(items=old.items + (value,), keys=old.keys + (key,))
+                elif any(isinstance(element.slice, cst.Index) and name in guards.checked_names(element.slice.value)
                        for element in target.slice):
                     self.checked([name])  # `norm[norm == 0] = 1`: the zeros are replaced
-                else:  # `m[mask] = -1`: filled piecewise, its elements are not all equal
-                    old = self.frame.lookup(name)
-                    if value.op == "exp" and old.op == "const" and old.const == 0 and not old.kind:
-                        # `out = torch.zeros(n); out[i] = exp(s)`: a buffer of exps (a copy: not exp's output)
-                        self.frame.env[name] = value.but(node=None)
-                    elif not old.kind:
-                        self.frame.env[name] = join(old, value).but(op="piecewise")
+                elif value.op == "exp" and old.op == "const" and old.const == 0 and not old.kind:
+                    # `out = torch.zeros(n); out[i] = exp(s)`: a buffer of exps (a copy: not exp's output)
+                    self.frame.env[name] = value.but(node=None)
+                elif not old.kind:  # `m[mask] = -1`: filled piecewise, its elements are not all equal
+                    self.frame.env[name] = join(old, value).but(op="piecewise")
 
 
 
@@ -551,6 +557,12 @@ def _callee_names(expression) -> list:
         elif isinstance(node, cst.BooleanOperation):
             stack.extend((node.left, node.right))
     return found
+
+
+def _last_name(node) -> str | None:
+    if isinstance(node, cst.Name):
+        return node.value
+    return node.attr.value if isinstance(node, cst.Attribute) else None
 
 
 def _is_data(node) -> bool:

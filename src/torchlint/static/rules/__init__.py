@@ -24,6 +24,7 @@ from torchlint.static.rules.tl501_partial_seeding import PartialSeeding
 from torchlint.static.rules.tl502_conflicting_determinism import ConflictingDeterminism
 from torchlint.static.rules.tl503_env_set_too_late import EnvSetTooLate
 from torchlint.static.rules.tl701_unsafe_load import UnsafeLoad
+from torchlint.static.rules.tl702_load_needs_weights_only_false import LoadNeedsWeightsOnlyFalse
 from torchlint.static.rules.tl102_log_of_probability import LogOfProbability
 from torchlint.static.rules.tl103_bce_on_probabilities import BceOnProbabilities
 from torchlint.static.rules.tl104_hand_written_bce import HandWrittenBce
@@ -82,6 +83,7 @@ STATIC_RULES: tuple[Rule, ...] = (
     ConflictingDeterminism(),
     EnvSetTooLate(),
     UnsafeLoad(),
+    LoadNeedsWeightsOnlyFalse(),
 )
 
 __all__ = ["Rule", "STATIC_RULES"]

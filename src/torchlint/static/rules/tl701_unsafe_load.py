@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from torchlint.rule import RuleInfo
+from torchlint.static.interpret.checkpoints import file_key, saves
 from torchlint.static.interpret.context import CallInfo, FileContext
 from torchlint.static.rules.base import Rule
 
@@ -26,10 +27,9 @@ class UnsafeLoad(Rule):
         if not loads:
             return
         # the module writes its own pickles (a dataset cache, a checkpoint) and reads them back
-        written = {ctx.shape(c.param(1, "f")) for c in ctx.calls.values()
-                   if c.qual == "torch.save" and c.param(1, "f") is not None}
+        written = {saved.path for saved in saves(ctx)}
         for call in loads:
-            if ctx.shape(call.param(0, "f")) in written:
+            if file_key(ctx, call.param(0, "f")) in written:
                 continue
             ctx.report(
                 self.info, call.node,
