@@ -101,6 +101,31 @@ CASES = {
                 return torch.log(d)
             return d
         """, set()),
+    "log(1 - p), p a sigmoid clamped to 1 - 1e-8 (1.0 in float32); log of a float16 clamp at 1e-8": ("""
+        import torch
+        def f(z, x):
+            p = torch.sigmoid(z).clamp(1e-8, 1 - 1e-8)
+            h = x.half().clamp(min=1e-8)
+            a = torch.log(1 - p)
+            return a, torch.log(h)
+        """, {("TL101", 6), ("TL101", 7)}),
+    "clean: a sigmoid clamped to [self.eps, 1 - self.eps]: bounds the code names are guards": ("""
+        import torch
+        class Loss(torch.nn.Module):
+            def __init__(self, eps=1e-8):
+                super().__init__()
+                self.eps = eps
+            def forward(self, z, y):
+                p = torch.sigmoid(z).clamp(self.eps, 1 - self.eps)
+                return -(y * torch.log(p) + (1 - y) * torch.log(1 - p)).mean(), torch.log(1 - p)
+        """, set()),
+    "clean: log(1 - p) with p clamped to 1 - 1e-7 or 1 - 1e-6; a float32 clamp at 1e-8": ("""
+        import torch
+        def f(z, x):
+            p = torch.sigmoid(z).clamp(1e-7, 1 - 1e-7)
+            q = torch.sigmoid(z).clamp(max=1 - 1e-6)
+            return torch.log(1 - p), torch.log(1 - q), torch.log(x.clamp(min=1e-8))
+        """, set()),
     # --- TL102 log-of-probability ----------------------------------------------------------
     "log softmax direct": ("""
         import torch
@@ -186,6 +211,32 @@ CASES = {
             p = torch.sigmoid(z).clamp(1e-7, 1 - 1e-7)
             return -(y * torch.log(p) + (1 - y) * torch.log(1 - p)).mean()
         """, set()),
+    "hand written bce clamped to 1 - 1e-8: the bound is 1.0 in float32 (eps a parameter default)": ("""
+        import torch
+        def f(y_pred, y, eps=1e-8):
+            y_pred = torch.clamp(y_pred, eps, 1 - eps)
+            return -(y * torch.log(y_pred) + (1 - y) * torch.log(1 - y_pred)).mean()
+        def g(p, y):
+            return f(p, y)
+        """, {("TL104", 5)}),
+    "hand written bce on a sigmoid clamped only from below: 1 - p still reaches 0": ("""
+        import torch
+        def f(z, y):
+            p = torch.sigmoid(z).clamp(min=1e-7)
+            return -(y * torch.log(p) + (1 - y) * torch.log(1 - p)).mean()
+        """, {("TL104", 5)}),
+    "clean: clamps whose upper bound stays below 1 in float32, or a default every call overrides": ("""
+        import torch
+        def f(p, y, eps=1e-8):
+            a = p.clamp(1e-7, 1 - 1e-7)
+            b = p.clamp(1e-6, 1.0 - 1e-6)
+            c = p.clamp(eps, 1 - eps)
+            loss_a = y * torch.log(a) + (1 - y) * torch.log(1 - a)
+            loss_b = y * torch.log(b) + (1 - y) * torch.log(1 - b)
+            return loss_a, loss_b, y * torch.log(c) + (1 - y) * torch.log(1 - c)
+        def g(p, y):
+            return f(p, y, eps=1e-6)
+        """, set()),
     # --- TL105 unguarded-sqrt ----------------------------------------------------------------
     "sqrt of a variance of a layer output": ("""
         import torch
@@ -198,16 +249,15 @@ CASES = {
                 var = self.proj(h).var(dim=0)
                 return torch.sqrt(var)
         """, {("TL105", 10)}),
-    "power one half of a sum of squared differences of embeddings": ("""
+    "power one half of the variance of an embedding": ("""
         import torch
-        class Siamese(torch.nn.Module):
+        class Spread(torch.nn.Module):
             def __init__(self):
                 super().__init__()
                 self.embed = torch.nn.Embedding(100, 16)
-            def forward(self, i, j):
-                a, b = self.embed(i), self.embed(j)
-                return ((a - b) ** 2).sum(-1) ** 0.5
-        """, {("TL105", 9)}),
+            def forward(self, i):
+                return self.embed(i).var(dim=0) ** 0.5
+        """, {("TL105", 8)}),
     "sqrt of a clamp at zero of a parameter expression": ("""
         import torch
         class Scale(torch.nn.Module):
@@ -233,8 +283,8 @@ CASES = {
                     d = torch.sqrt(((self.embed(i) - self.embed(j)) ** 2).sum(-1))
                 var = self.embed(i).var().item()
                 return d, np.sqrt(var), np.sqrt(np.var(np.asarray([1.0, 2.0])))
-        def rmse(pred, target):
-            return torch.sqrt(((pred - target) ** 2).mean())
+        def rms(pred):
+            return torch.sqrt((pred ** 2).mean())
         """, set()),
     "clean: eps inside sqrt; unknown values; checked value; where-masked": ("""
         import torch
@@ -245,6 +295,91 @@ CASES = {
             z = torch.where(d > 0, torch.sqrt(d), torch.zeros_like(d))
             return x, y, z
         """, set()),
+    # --- TL119 hand-written-norm ---------------------------------------------------------------
+    "power one half of a sum of squared differences of embeddings": ("""
+        import torch
+        class Siamese(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.embed = torch.nn.Embedding(100, 16)
+            def forward(self, i, j):
+                a, b = self.embed(i), self.embed(j)
+                return ((a - b) ** 2).sum(-1) ** 0.5
+        """, {("TL119", 9)}),
+    "distance helpers of unknown tensors: sum, square method, pow, added coordinates": ("""
+        import torch
+        from torch import sqrt
+        def pair_distance(a, b):
+            return torch.sqrt(torch.sum((a - b) ** 2, dim=1))
+        def rmse(pred, target):
+            d = pred - target
+            return (d * d).mean().sqrt()
+        def edge_length(x1, y1, x2, y2):
+            dx, dy = x2 - x1, y2 - y1
+            return sqrt(dx.square() + dy.square())
+        def spread(p, q):
+            return torch.sqrt((p - q).pow(2).sum(-1, keepdim=True) * 0.5)
+        """, {("TL119", 5), ("TL119", 8), ("TL119", 11), ("TL119", 13)}),
+    "division by a hand-written distance": ("""
+        import torch
+        def direction(p, q):
+            n = torch.sqrt(((q - p) ** 2).sum(-1, keepdim=True))
+            return (q - p) / n
+        """, {("TL119", 4), ("TL106", 5)}),
+    "clean: guarded, no grad, numpy, vector_norm, centred, not differences, features": ("""
+        import math
+        import numpy as np
+        import torch
+        import torch.nn as nn
+        class Encoder(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.mlp = nn.Linear(7, 16)
+            def forward(self, pos_i, pos_j):
+                diff = pos_j - pos_i
+                dist = torch.sqrt((diff * diff).sum(1, keepdim=True))
+                return self.mlp(torch.cat([pos_i, pos_j, dist], dim=1))
+        def f(a, b, x, y):
+            guarded = torch.sqrt(((a - b) ** 2).sum(-1) + 1e-8)
+            clamped = torch.sqrt(((a - b) ** 2).sum(-1).clamp(min=1e-12))
+            norm = torch.linalg.vector_norm(a - b, dim=-1)
+            std = torch.sqrt(((x - x.mean()) ** 2).mean())
+            length = torch.sqrt((x ** 2).sum(-1))
+            power = (((a - b) ** 2).sum(-1)) ** 0.5
+            with torch.no_grad():
+                metric = torch.sqrt(((a - b) ** 2).sum(-1))
+            return guarded, clamped, norm, std, length, power, metric
+        def numeric(a, b, x1, x2):
+            return np.sqrt(((a - b) ** 2).sum(axis=1)), math.sqrt((x2 - x1) ** 2), (x2 - x1).detach().pow(2).sqrt()
+        """, set()),
+    "clean: a distance of unknown points fed to a layer of the file, and the unit vector along it": ("""
+        import torch
+        import torch.nn as nn
+        class Basis(nn.Module):
+            def forward(self, d):
+                return torch.exp(-d)
+        class Interaction(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.basis = Basis()
+            def forward(self, pos, i, j):
+                dist = (pos[i] - pos[j]).pow(2).sum(dim=-1).sqrt()
+                unit = (pos[i] - pos[j]) / dist.view(-1, 1)
+                return self.basis(dist), unit
+        """, set()),
+    "a distance of embeddings fed to a layer is still reported; so is the division by it": ("""
+        import torch
+        import torch.nn as nn
+        class Head(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.embed = nn.Embedding(10, 4)
+                self.out = nn.Linear(1, 1)
+            def forward(self, i, j):
+                d = self.embed(i) - self.embed(j)
+                dist = torch.sqrt((d * d).sum(-1, keepdim=True))
+                return self.out(dist), d / dist
+        """, {("TL119", 11), ("TL106", 12)}),
     # --- TL106 unguarded-division ---------------------------------------------------------
     "division by the norm of a difference": ("""
         import torch

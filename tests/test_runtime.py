@@ -145,7 +145,7 @@ def test_backward_only_nan_replayed_under_anomaly_detection(capsys):
     out = capsys.readouterr().out
     assert code == 1
     assert "distance_head.py:17: TL902 non-finite-gradient: step 1: gradient norm is nan with a finite forward pass" in out
-    assert "confirmed at step 1: TL105 unguarded-sqrt (static) at " in out and "distance_head.py:17: " in out
+    assert "confirmed at step 1: TL119 hand-written-norm (static) at " in out and "distance_head.py:17: " in out
 
 
 def test_memory_growth_explained_by_static_finding():

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 
 EXPLAINED_BY = {
-    "TL901": ("TL101", "TL102", "TL103", "TL104", "TL105", "TL106", "TL108"),  # a NaN loss made after the model
+    "TL901": ("TL101", "TL102", "TL103", "TL104", "TL105", "TL106", "TL108", "TL119"),  # a NaN loss made after the model
     "TL903": ("TL109", "TL110"),  # an update that dwarfs the weights: large init, learning rate
     "TL904": ("TL402",),  # memory growth: graphs kept alive
     "TL905": ("TL501", "TL502", "TL503"),  # nondeterminism: seeding and determinism settings

@@ -17,11 +17,14 @@ from torchlint.static.facts.values import (
     tracked_of,
 )
 
+DIFFERENCE = "a difference"  # the description of `a - b` for two values that are equal somewhere
+
 
 def square(base: Value, node, half: bool) -> Value:
-    """x**2 is 0 exactly where x is."""
+    """x**2 is 0 exactly where x is; (a - b)**2 is a squared distance, 0 where a and b coincide."""
+    distance = base.op == "sub" and base.desc == DIFFERENCE and base.zero >= DEGENERATE
     return Value(op="square", lo=0.0, hi=ranges.square(base.span, half)[1], zero=base.zero, desc="a square",
-                 half=half, tracked=base.tracked, of=base, node=node)
+                 half=half, tracked=base.tracked, of=base, node=node, squared_distance=distance)
 
 
 def arith(op: str, left: Value, right: Value, left_node, right_node, node, fp16: bool) -> Value:
@@ -82,7 +85,8 @@ def _add(left: Value, right: Value, node, half: bool) -> Value:
                          desc=guarded.desc, half=half, tracked=tracked, node=node)
     zero = min(left.zero, right.zero) if left.lo >= 0 and right.lo >= 0 else NONE
     return Value(op="add", lo=lo, hi=hi, zero=zero, desc=left.desc or right.desc, half=half,
-                 unbounded=left.unbounded or right.unbounded, tracked=tracked, node=node)
+                 unbounded=left.unbounded or right.unbounded, tracked=tracked, node=node,
+                 squared_distance=left.squared_distance and right.squared_distance)
 
 
 def _subtract(left: Value, right: Value, node, half: bool) -> Value:
@@ -90,8 +94,10 @@ def _subtract(left: Value, right: Value, node, half: bool) -> Value:
     tracked = tracked_of(left, right)
     if left.op == "const" and left.const == 1 and right.prob:
         # 1 - p is 0 where p rounds to 1: a sigmoid does above x ~ 16.6 in float32 (8.3 in float16).
+        rounded = right.op == "clamp" and right.desc.startswith("clamped to at most")
         return Value(op="complement", lo=lo, hi=hi, zero=SATURATION if right.hi >= 1 else NONE,
-                     prob=True, half=half, tracked=tracked, node=node, desc="one minus a probability")
+                     prob=True, half=half, tracked=tracked, node=node,
+                     desc=f"one minus a value {right.desc}" if rounded else "one minus a probability")
     if right.op == "min" and _same(right.of, left):
         return Value(op="shift", lo=0.0, hi=ranges.INF, zero=ROUTINE, half=half, tracked=tracked, node=node,
                      desc="a shift by its own minimum")
@@ -106,9 +112,15 @@ def _subtract(left: Value, right: Value, node, half: bool) -> Value:
         return _add(left, constant(-right.const), node, half)
     if left.op == "const" or right.op == "const":
         return Value(op="sub", lo=lo, hi=hi, half=half, unbounded=left.unbounded, tracked=tracked, node=node)
+    # x - x.mean(): 0 only where x is constant along the axis (a spread, not a distance between points)
+    centred = right.op == "mean" and _same(right.of, left)
     # Two values: exactly 0 where they are equal (a distance between identical points).
-    return Value(op="sub", lo=lo, hi=hi, zero=DEGENERATE, desc="a difference", half=half,
-                 unbounded=left.unbounded or right.unbounded, tracked=tracked, node=node)
+    return Value(op="sub", lo=lo, hi=hi, zero=DEGENERATE, desc="a deviation from the mean" if centred else DIFFERENCE,
+                 half=half, unbounded=left.unbounded or right.unbounded, tracked=tracked, node=node)
+
+
+def root_desc(radicand: Value) -> str:
+    return "a Euclidean distance" if radicand.squared_distance else "a square root"
 
 
 def _same(reduced: Value | None, value: Value) -> bool:
@@ -152,7 +164,7 @@ def _power(base: Value, exponent: Value, node, half: bool) -> Value:
         return square(base, node, half)
     lo, hi = ranges.power(base.span, power, half)
     if power == 0.5:
-        return Value(op="sqrt", lo=lo, hi=hi, zero=base.zero, desc="a square root", half=half,
+        return Value(op="sqrt", lo=lo, hi=hi, zero=base.zero, desc=root_desc(base), half=half,
                      tracked=base.tracked, of=base, node=node)
     return Value(op="pow", lo=lo, hi=hi, zero=base.zero if power > 0 else NONE, half=half,
                  tracked=base.tracked, node=node)

@@ -159,6 +159,10 @@ MODULE_OPS: dict[str, str] = {
 FLOAT16_NAMES = frozenset({"torch.float16", "torch.half", "numpy.float16"})
 UPCAST_DTYPES = frozenset({"torch.float32", "torch.float", "torch.float64", "torch.double"})
 
+# Calls that assemble a feature tensor from several: what they are given is an input feature.
+FEATURE_CALLS = frozenset({"torch.cat", "torch.concat", "torch.concatenate", "torch.stack", "torch.hstack",
+                           "torch.vstack", "torch.column_stack", "torch.dstack"})
+
 LOG_OPS = frozenset({"log", "log2", "log10"})
 INTEGRAL_OPS = frozenset({"floor", "ceil", "round", "trunc", "arange", "count", "mask"})
 

@@ -27,6 +27,16 @@ def as_dtype(x: float, half: bool = False) -> float:
         return math.copysign(INF, x)
 
 
+def smallest(half: bool = False) -> float:
+    """The smallest positive number of the dtype (a subnormal)."""
+    return 2.0 ** -24 if half else 2.0 ** -149
+
+
+def below_one(half: bool = False) -> float:
+    """The largest number of the dtype below 1 (1 - 5.96e-8 in float32, 1 - 4.9e-4 in float16)."""
+    return 1.0 - (2.0 ** -11 if half else 2.0 ** -24)
+
+
 def _exp(x: float) -> float:
     try:
         return math.exp(x)
@@ -102,8 +112,11 @@ def square(r: Range, half: bool) -> Range:
     return as_dtype(lo * lo, half), as_dtype(hi * hi, half)
 
 
-def clamp(r: Range, low: float | None, high: float | None) -> Range:
+def clamp(r: Range, low: float | None, high: float | None, half: bool = False) -> Range:
+    """The bounds are stored in the value's dtype: a clamp to 1 - 1e-8 is a clamp to 1.0 in float32."""
     lo, hi = r
+    low = as_dtype(low, half) if low is not None else None
+    high = as_dtype(high, half) if high is not None else None
     if low is not None:
         lo, hi = max(lo, low), max(hi, low)
     if high is not None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from torchlint.static.facts import ops, ranges
-from torchlint.static.facts.arith import square
+from torchlint.static.facts.arith import root_desc, square
 from torchlint.static.facts.values import (
     DEGENERATE,
     NONE,
@@ -62,7 +62,7 @@ def apply_op(op: str, x: Value, node, rest: list[Value]) -> Value:
         return square(x, node, half)
     if op == "sqrt":
         lo, hi = ranges.sqrt(x.span, half)
-        return Value(op=op, lo=lo, hi=hi, zero=x.zero, desc="a square root", of=x, half=half, tracked=tracked,
+        return Value(op=op, lo=lo, hi=hi, zero=x.zero, desc=root_desc(x), of=x, half=half, tracked=tracked,
                      node=node)
     if op == "rsqrt":
         return Value(op=op, lo=0.0, of=x, half=half, tracked=tracked, node=node)
@@ -123,7 +123,7 @@ def _reduction(op: str, x: Value, node, half: bool, tracked) -> Value:
     desc = "a sum of squares" if x.op == "square" else f"a {op.replace('nan', '')}"
     zero = DEGENERATE if x.zero >= DEGENERATE and x.lo >= 0 else NONE
     return Value(op=op.replace("nan", ""), lo=lo, hi=hi, zero=zero, desc=desc, of=x, half=half,
-                 tracked=tracked, node=node)
+                 tracked=tracked, node=node, squared_distance=x.squared_distance)
 
 
 def clamp(x: Value, low: Value | None, high: Value | None, node) -> Value:
@@ -132,14 +132,27 @@ def clamp(x: Value, low: Value | None, high: Value | None, node) -> Value:
     x = numeric(x)
     if x.kind:
         return x if low is None and high is None else Value(node=node)
-    low_bound = _bound(low)
-    high_bound = _bound(high)
+    half = x.half
+    written = _bound(low)
+    # the bounds as the dtype stores them: 1e-8 is 0 in float16, 1 - 1e-8 is 1.0 in float32
+    low_bound = ranges.as_dtype(written, half) if written is not None else None
+    written_high = _bound(high)
+    high_bound = ranges.as_dtype(written_high, half) if written_high is not None else None
     if low is not None and low_bound is None:
-        low_bound = 1e-45  # an unknown lower bound: a guard, whatever its size
-    lo, hi = ranges.clamp(x.span, low_bound, high_bound)
+        low_bound = ranges.smallest(half)  # an unknown lower bound: a guard, whatever its size
+    if high is not None and high_bound is None and x.prob:
+        high_bound = ranges.below_one(half)  # `1 - self.eps` keeps a probability below 1
+    lo, hi = ranges.clamp(x.span, low_bound, high_bound, half)
     zero = x.zero if low_bound is None or low_bound < 0 else (ROUTINE if low_bound == 0 else NONE)
-    desc = "clamped at 0" if low_bound == 0 else x.desc
-    return Value(op="clamp", lo=lo, hi=hi, zero=zero, prob=x.prob, desc=desc, half=x.half, tracked=x.tracked,
+    desc = x.desc
+    dtype = "float16" if half else "float32"
+    if low_bound == 0:
+        desc = "clamped at 0" if written == 0 else f"clamped at {written:g} (0 in {dtype})"
+    elif written_high is not None and written_high < 1 == high_bound:
+        desc = f"clamped to at most {written_high:.10g} (1.0 in {dtype})"
+    # clamped into [0, 1]: the code treats it as a probability, one that can reach the upper bound
+    prob = x.prob or (low_bound is not None and low_bound >= 0 and high_bound is not None and high_bound <= 1)
+    return Value(op="clamp", lo=lo, hi=hi, zero=zero, prob=prob, desc=desc, half=half, tracked=x.tracked,
                  of=x, node=node)
 
 

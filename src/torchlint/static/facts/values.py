@@ -48,6 +48,7 @@ class Value:
     checks: tuple[str, ...] = ()  # for a boolean mask: the names its comparison tests (`d > 0`)
     checked: bool = False  # the code compared this value (`if d > 0`): it handles the zero case
     grad_off: bool = False  # a function returning torch.no_grad()/inference_mode() or wrapping with it
+    squared_distance: bool = False  # a square, or sum of squares, of differences of two values: 0 where they coincide
 
     def __post_init__(self) -> None:
         if self.zero and not self.lo <= 0 <= self.hi:
@@ -117,6 +118,7 @@ def join(a: Value, b: Value) -> Value:
         shifted=a.shifted and b.shifted,
         tracked=a.tracked if a.tracked == b.tracked else None,
         eps=min(a.eps, b.eps) if a.eps is not None and b.eps is not None else None,
+        squared_distance=a.squared_distance and b.squared_distance,
     )
 
 

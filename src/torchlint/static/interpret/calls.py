@@ -69,6 +69,8 @@ class Calls:
             ctx.call_sites.record(info.callee, isinstance(func, cst.Attribute), values, keywords, star,
                                   self.scope.no_grad)
 
+        if info.qual in ops.FEATURE_CALLS or _is_layer(info.callee):
+            _mark_features(ctx, values)
         if info.op == "where":
             _claim_where_guarded(ctx, node)
         if info.form == "method" and info.op in ops.NULLARY_METHODS and info.args:
@@ -293,6 +295,21 @@ def autocast_dtype(ctx: FileContext, call: cst.Call) -> str | None:
     if qual == "torch.cuda.amp.autocast" or device == "cuda":
         return "float16"
     return "default" if device is None else "bfloat16"
+
+
+def _is_layer(callee: Value) -> bool:
+    """A module called on its inputs: a torch.nn layer (not a loss) or a module class of the file."""
+    if callee.kind == "module":
+        qual = callee.qual or ""
+        return ops.MODULE_OPS.get(qual) not in ops.LOSS_OPS and not qual.endswith("Loss")
+    return callee.kind == "instance" and callee.cls is not None and callee.cls.is_module
+
+
+def _mark_features(ctx: FileContext, values: list[Value]) -> None:
+    for value in values:
+        for item in value.items if value.kind == "list" else (value,):
+            if item.node is not None and not item.kind:
+                ctx.features.add(id(item.node))
 
 
 def _claim_where_guarded(ctx: FileContext, call: cst.Call) -> None:

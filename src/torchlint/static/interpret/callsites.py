@@ -16,7 +16,7 @@ from typing import Any
 import libcst as cst
 
 from torchlint.static.facts.values import NOTHING, Value, join
-from torchlint.static.interpret.frames import params_of
+from torchlint.static.interpret.frames import float_default, params_of
 from torchlint.static.interpret.scopes import Body
 
 MAX_WALKS = 3  # the first walk and at most two re-walks with parameter facts
@@ -53,6 +53,7 @@ class CallSites:
             params = node.params
             positional = [p.name.value for p in (*params.posonly_params, *params.params)]
             named = {p.name.value for p in params_of(params)}
+            defaults = {p.name.value: d for p in params_of(params) if (d := float_default(p)) is not None}
             joined: dict[str, Value] = {}
             for index, (bound, args, kwargs, star, _no_grad) in enumerate(calls):
                 names = positional[1:] if bound else positional
@@ -61,9 +62,11 @@ class CallSites:
                     passed.update(zip(names, args, strict=False))
                     passed.update((k, v) for k, v in kwargs.items() if k in named)
                 for name in named:
-                    value = passed.get(name, NOTHING)
+                    value = passed.get(name, NOTHING if star else defaults.get(name, NOTHING))
                     joined[name] = value if index == 0 else join(joined[name], value)
-            known = {name: value for name, value in joined.items() if informative(value)}
+            # a float parameter is its default (see walker) unless some call gives it another value
+            known = {name: value for name, value in joined.items() if informative(value) or (
+                name in defaults and value.const != defaults[name].const)}
             if known:
                 result[key] = known
         return result

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from torchlint.static.facts.values import NOTHING, Value
+from torchlint.static.facts.values import NOTHING, Value, constant, literal_number
 
 
 @dataclass
@@ -58,6 +58,20 @@ def params_of(params: cst.Parameters) -> list[cst.Param]:
         if isinstance(star, cst.Param):
             found.append(star)
     return found
+
+
+def float_default(param: cst.Param) -> Value | None:
+    """`eps=1e-8`: the value a float parameter has where a call leaves it out. Integer defaults
+    (counts, sizes, workers) are what callers set: they stay unknown."""
+    default = param.default
+    negative = isinstance(default, cst.UnaryOperation) and isinstance(default.operator, cst.Minus)
+    literal = default.expression if negative else default
+    if not isinstance(literal, cst.Float):
+        return None
+    number = literal_number(literal.value)
+    if number is None:
+        return None
+    return constant(-number if negative else number, default)
 
 
 def module_frame(frame: Frame) -> Frame:

@@ -21,7 +21,14 @@ from torchlint.static.interpret import guards
 from torchlint.static.interpret.calls import Calls
 from torchlint.static.interpret.context import FileContext
 from torchlint.static.interpret.expressions import Expressions, string_key
-from torchlint.static.interpret.frames import ClassInfo, Frame, dotted, module_frame, params_of
+from torchlint.static.interpret.frames import (
+    ClassInfo,
+    Frame,
+    dotted,
+    float_default,
+    module_frame,
+    params_of,
+)
 from torchlint.static.interpret.scopes import INIT_FUNCTIONS, MODULE_SCOPE, Body, Mark, Scope
 
 Handler = Callable[[FileContext, object], None]
@@ -305,7 +312,8 @@ class Walker(Expressions, Calls):
             if index == 0 and self_value is not None:
                 frame.env[param.name.value] = self_value
             else:
-                frame.env[param.name.value] = facts.get(param.name.value) or self._annotated(param)
+                frame.env[param.name.value] = facts.get(param.name.value) or float_default(param) or \
+                    self._annotated(param)
         self.frame = frame
         self.fp16 += fp16
         outer_scope = self.scope

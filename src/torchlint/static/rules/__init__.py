@@ -41,6 +41,7 @@ from torchlint.static.rules.tl114_naive_logsumexp import NaiveLogsumexp
 from torchlint.static.rules.tl115_hand_written_softmax import HandWrittenSoftmax
 from torchlint.static.rules.tl117_relu_on_logits import ReluOnLogits
 from torchlint.static.rules.tl118_logits_into_probability_loss import LogitsIntoProbabilityLoss
+from torchlint.static.rules.tl119_hand_written_norm import HandWrittenNorm
 from torchlint.static.rules.tl120_high_learning_rate import HighLearningRate
 
 # Order matters only for claims within one node: rules that own a whole expression come first.
@@ -51,6 +52,7 @@ STATIC_RULES: tuple[Rule, ...] = (
     LogOfProbability(),
     UnguardedLog(),
     BceOnProbabilities(),
+    HandWrittenNorm(),
     UnguardedSqrt(),
     UnguardedDivision(),
     HalfPrecisionSoftmax(),

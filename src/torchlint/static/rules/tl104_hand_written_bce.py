@@ -8,6 +8,7 @@ from torchlint.rule import RuleInfo
 from torchlint.static.interpret.context import CallInfo, FileContext
 from torchlint.static.facts.ops import LOG_OPS
 from torchlint.static.rules.base import Rule
+from torchlint.static.rules.tl101_unguarded_log import log_hazard
 
 
 class HandWrittenBce(Rule):
@@ -40,17 +41,22 @@ class HandWrittenBce(Rule):
                     continue
                 if ctx.shape(complement.right) != texts.get(id(first)):
                     continue
-                if ctx.value(first.operand).positive:
-                    continue  # clamped or eps-guarded: a deliberate, safe form
+                if ctx.value(first.operand).positive and not log_hazard(ctx.value(complement)):
+                    continue  # clamped or eps-guarded: a deliberate, safe form (unless the upper bound
+                    # rounds to 1: `clamp(p, 1e-8, 1 - 1e-8)` is `clamp(p, 1e-8, 1.0)` in float32)
                 for claimed in inner:
                     ctx.claim(claimed)
                 for log in logs:
                     ctx.claim(log.node)
                 probability = ctx.code(first.operand, 30)
+                complement_value = ctx.value(complement)
+                why = f"log({probability}) and log(1 - {probability}) are -inf when it saturates at 0 or 1"
+                if ctx.value(first.operand).positive:
+                    why = f"log(1 - {probability}) is -inf where {probability} reaches 1: `1 - {probability}` is " \
+                          f"{complement_value.desc}"
                 ctx.report(
                     self.info, node,
-                    f"hand-written binary cross-entropy on `{probability}`: log({probability}) and "
-                    f"log(1 - {probability}) are -inf when it saturates at 0 or 1; compute the loss "
+                    f"hand-written binary cross-entropy on `{probability}`: {why}; compute the loss "
                     "from logits with binary_cross_entropy_with_logits",
                 )
                 return

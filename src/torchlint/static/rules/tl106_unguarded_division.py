@@ -7,6 +7,7 @@ import libcst as cst
 from torchlint.rule import RuleInfo
 from torchlint.static.interpret.context import CallInfo, FileContext
 from torchlint.static.rules.base import Rule
+from torchlint.static.rules.tl119_hand_written_norm import input_feature
 from torchlint.static.facts.values import DEGENERATE, SATURATION
 
 # Spreads that are 0 for a constant input, and norms of values shown to reach 0 (a difference of two
@@ -17,6 +18,12 @@ SPREADS = frozenset({"std", "var", "range", "norm"})
 def zero_divisor(value) -> bool:
     """Evidence that a divisor is exactly 0 somewhere: routinely or by saturation, or a spread."""
     return value.reaches_zero(SATURATION) or (value.op in SPREADS and value.reaches_zero(DEGENERATE))
+
+
+def distance_divisor(value) -> bool:
+    """A Euclidean distance written as the sqrt of squared differences: 0 where the points coincide."""
+    return value.op == "sqrt" and value.of is not None and value.of.squared_distance and \
+        value.reaches_zero(DEGENERATE)
 
 
 class UnguardedDivision(Rule):
@@ -40,10 +47,21 @@ class UnguardedDivision(Rule):
             if divisor is not None:
                 self._check(ctx, call.node, divisor)
 
+    def on_end(self, ctx: FileContext) -> None:
+        for node, divisor, value in ctx.memo.get(self.info.code, ()):
+            if value.tracked or not input_feature(ctx, value.node):
+                self._report(ctx, node, divisor, value)
+
     def _check(self, ctx: FileContext, node, divisor) -> None:
         value = ctx.value(divisor)
-        if not zero_divisor(value) or ctx.is_claimed(node):
+        if ctx.is_claimed(node):
             return
+        if zero_divisor(value):
+            self._report(ctx, node, divisor, value)
+        elif distance_divisor(value):  # unless it turns out to be a feature of the input's geometry
+            ctx.memo.setdefault(self.info.code, []).append((node, divisor, value))
+
+    def _report(self, ctx: FileContext, node, divisor, value) -> None:
         ctx.report(
             self.info, node,
             f"`{ctx.code(node)}`: the divisor `{ctx.code(divisor, 40)}` is {value.desc or 'a reduction'} "
