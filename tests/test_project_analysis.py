@@ -366,3 +366,64 @@ def test_a_load_reading_the_key_a_project_module_saves_a_namespace_under(tmp_pat
     assert found(root) == [("train.py", "TL702", 7)]
     finding = next(f for f in check_paths([root]) if f.code == "TL702")
     assert "utils.py:8" in finding.message
+
+
+AUGMENT = """
+import numpy as np
+
+
+class RandomFlip:
+    def __init__(self, random_state):
+        self.random_state = random_state
+
+    def __call__(self, m):
+        return m[::-1] if self.random_state.uniform() > 0.5 else m
+
+
+def train_transform(seed):
+    return RandomFlip(np.random.RandomState(seed))
+"""
+
+DATASET = """
+from torch.utils.data import Dataset
+
+from augment import train_transform
+
+
+class Volumes(Dataset):
+    def __init__(self, volumes):
+        self.volumes = volumes
+        self.transform = train_transform(47)
+
+    def __len__(self):
+        return len(self.volumes)
+
+    def __getitem__(self, idx):
+        return self.transform(self.volumes[idx])
+"""
+
+LOADER = """
+from torch.utils.data import DataLoader
+
+from data.volumes import Volumes
+
+
+def loader(volumes, num_workers=8):
+    return DataLoader(Volumes(volumes), batch_size=2, num_workers=num_workers)
+"""
+
+
+def test_a_generator_made_in_one_module_copied_into_workers_by_a_loader_in_another(tmp_path):
+    files = {"augment.py": AUGMENT, "data/volumes.py": DATASET, "train.py": LOADER}
+    # the dataset's module has no DataLoader: the loader that imports it decides
+    assert found(make(tmp_path, files)) == [("volumes.py", "TL504", 16)]
+
+
+def test_a_loader_in_another_module_that_seeds_its_workers_or_may_be_told_to(tmp_path):
+    changes = ("num_workers=num_workers, worker_init_fn=seed_worker)", "num_workers=num_workers, **kwargs)")
+    for index, change in enumerate(changes):
+        root = tmp_path / str(index)
+        root.mkdir()
+        seeded = LOADER.replace("num_workers=num_workers)", change)
+        files = {"augment.py": AUGMENT, "data/volumes.py": DATASET, "train.py": seeded}
+        assert found(make(root, files)) == []

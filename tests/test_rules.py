@@ -775,6 +775,157 @@ CASES = {
             b = nn.BCELoss()(torch.sigmoid(head(h)), t)
             return a + b
         """, {("TL103", 8)}),
+    # --- TL504 rng-shared-by-workers -------------------------------------------------------------
+    "dataset draws from a generator made in __init__; loader with workers": ("""
+        import numpy as np
+        import torch
+        from torch.utils.data import DataLoader, Dataset
+        class Noisy(Dataset):
+            def __init__(self, data, seed=0):
+                self.data = data
+                self.rng = np.random.default_rng(seed)
+            def __len__(self):
+                return len(self.data)
+            def __getitem__(self, idx):
+                return torch.as_tensor(self.data[idx] + self.rng.normal(0.0, 0.1))
+        loader = DataLoader(Noisy(np.zeros(8)), batch_size=4, num_workers=4)
+        """, {("TL504", 8)}),
+    "torch.Generator passed as generator=, workers from the command line": ("""
+        import torch
+        from torch.utils.data import DataLoader, Dataset
+        class Masked(Dataset):
+            def __init__(self, tokens):
+                self.tokens = tokens
+                self.g = torch.Generator().manual_seed(1234)
+            def __getitem__(self, idx):
+                mask = torch.rand(self.tokens[idx].shape, generator=self.g) < 0.15
+                return self.tokens[idx].masked_fill(mask, 0)
+        def make_loader(tokens, args):
+            return DataLoader(Masked(tokens), batch_size=32, num_workers=args.workers)
+        """, {("TL504", 7)}),
+    "transforms the dataset holds: their own generator, one passed in, one inside a Compose list": ("""
+        import random
+        import numpy as np
+        from torch.utils.data import DataLoader, Dataset
+        class Crop:
+            def __init__(self, size, seed=0):
+                self.size = size
+                self.random = random.Random(seed)
+            def __call__(self, image):
+                top = self.random.randint(0, 8)
+                return image[top:top + self.size]
+        class Flip:
+            def __init__(self, rng):
+                self.rng = rng
+            def __call__(self, image):
+                return image[::-1] if self.rng.uniform() < 0.5 else image
+        class Compose:
+            def __init__(self, transforms):
+                self.transforms = transforms
+            def __call__(self, x):
+                for t in self.transforms:
+                    x = t(x)
+                return x
+        class Images(Dataset):
+            def __init__(self, images):
+                self.images = images
+                self.crop = Crop(32)
+                self.flip = Compose([Flip(np.random.RandomState(0))])
+            def __getitem__(self, idx):
+                return self.flip(self.crop(self.images[idx]))
+        loader = DataLoader(Images([]), batch_size=4, num_workers=2, shuffle=True)
+        """, {("TL504", 8), ("TL504", 28)}),
+    "inherited generator set up through super().__init__; module-level generator; IterableDataset": ("""
+        import numpy as np
+        from torch.utils.data import DataLoader, IterableDataset
+        RNG = np.random.default_rng(0)
+        class Seeded:
+            def __init__(self, seed=None):
+                self.reseed(seed)
+            def reseed(self, seed):
+                self.generator = np.random.default_rng(seed)
+        class Stream(IterableDataset, Seeded):
+            def __init__(self, n, seed=0):
+                super().__init__(seed=seed)
+                self.n = n
+            def sample(self):
+                return self.generator.integers(0, 10)
+            def __iter__(self):
+                for _ in range(self.n):
+                    yield self.sample(), RNG.random()
+        loader = DataLoader(Stream(10), batch_size=4, num_workers=2)
+        """, {("TL504", 4), ("TL504", 9)}),
+    "one worker, not persistent: every epoch starts from the same copy": ("""
+        import random
+        from torch.utils.data import DataLoader, Dataset
+        class Jitter(Dataset):
+            def __init__(self, items):
+                self.items = items
+                self.random = random.Random(0)
+            def __getitem__(self, idx):
+                return self.items[idx] + self.random.random()
+        loader = DataLoader(Jitter([1.0]), num_workers=1)
+        """, {("TL504", 7)}),
+    "clean: no workers, worker_init_fn, one persistent worker, no DataLoader for it": ("""
+        import numpy as np
+        from torch.utils.data import DataLoader, Dataset, get_worker_info
+        class Noisy(Dataset):
+            def __init__(self, data):
+                self.data = data
+                self.rng = np.random.default_rng(0)
+            def __getitem__(self, idx):
+                return self.data[idx] + self.rng.normal()
+        class Unused(Noisy):
+            pass
+        def reseed(worker_id):
+            info = get_worker_info()
+            info.dataset.rng = np.random.default_rng(info.seed)
+        a = DataLoader(Noisy(np.zeros(8)), batch_size=4)
+        b = DataLoader(Noisy(np.zeros(8)), batch_size=4, num_workers=0)
+        c = DataLoader(Noisy(np.zeros(8)), batch_size=4, num_workers=4, worker_init_fn=reseed)
+        d = DataLoader(Noisy(np.zeros(8)), batch_size=4, num_workers=1, persistent_workers=True)
+        """, set()),
+    "clean: generators made or reseeded per item, drawn only while building, worker seeds, a sampler's": ("""
+        import random
+        import numpy as np
+        import torch
+        from torch.utils.data import DataLoader, Dataset, Sampler
+        class PerItem(Dataset):
+            def __init__(self, data, seed=0):
+                self.data, self.seed = data, seed
+                self.split = np.random.default_rng(seed).permutation(len(data))
+                self.fixed = random.Random(seed)
+                self.crops = [self.fixed.randint(0, 10) for _ in data]
+            def __getitem__(self, idx):
+                rng = np.random.default_rng((self.seed, idx))
+                return self.data[self.split[idx]] + rng.normal() + np.random.rand() + self.crops[idx]
+        class Reseeded(Dataset):
+            def __init__(self, data):
+                self.data = data
+                self.rng = np.random.RandomState(0)
+            def __getitem__(self, idx):
+                self.rng.seed(idx)
+                return self.data[idx] * self.rng.rand()
+        class Lazy(Dataset):
+            def __init__(self, data):
+                self.data, self.g = data, None
+            def gen(self):
+                if self.g is None:
+                    self.g = torch.Generator().manual_seed(torch.initial_seed())
+                return self.g
+            def __getitem__(self, idx):
+                return self.data[idx] * torch.rand(1, generator=self.gen())
+        class Shuffler(Sampler):
+            def __init__(self, n):
+                self.n = n
+                self.generator = torch.Generator().manual_seed(0)
+            def __iter__(self):
+                return iter(torch.randperm(self.n, generator=self.generator).tolist())
+        data = np.zeros(10)
+        DataLoader(PerItem(data), num_workers=4, sampler=Shuffler(10))
+        DataLoader(Reseeded(data), num_workers=4)
+        DataLoader(Lazy(data), num_workers=4)
+        """, set()),
     # --- TL112 / TL113 / TL114 ------------------------------------------------------------------
     "log(x + 1), numpy": ("""
         import numpy as np

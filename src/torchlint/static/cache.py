@@ -107,6 +107,8 @@ class Cache:
         key, now = current
         if any(now.get(name) != fingerprint for name, fingerprint in record["names"].items()):
             return False
+        if any(name.startswith("<") and name not in record["names"] for name in now):
+            return False  # it now builds a DataLoader or saves a checkpoint: other files may care
         self.modules[path] = {"hash": key, "names": now}
         self.dirty = True
         return True

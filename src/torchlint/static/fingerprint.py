@@ -17,6 +17,7 @@ from torchlint.static.facts.values import Value
 _SCALARS = ("kind", "op", "lo", "hi", "zero", "prob", "half", "unbounded", "shifted", "tracked", "const",
             "eps", "qual", "grad_off", "workers", "checked")
 MAX_DEPTH = 4
+LOADERS_KEY = "<DataLoader>"  # the DataLoaders it builds: over which dataset classes, with how many workers
 SAVES_KEY = "<torch.save>"  # not a Python name: the module's checkpoint saves, as importers see them
 
 
@@ -31,6 +32,12 @@ def saves_fingerprint(saves) -> str:
         f"{s.path}:{s.literal}:{s.whole}:{sorted(s.all_keys or ())}:"
         f"{[(r.desc, r.type) for r in s.refused]}:{sorted((k, r.type) for k, r in s.keys.items())}"
         for s in saves))
+
+
+def loaders_fingerprint(uses) -> str:
+    """The DataLoaders a module builds (loaders.LoaderUse), as TL504 reads them from the dataset's file."""
+    return _digest(";".join(
+        f"{[getattr(c, 'name', '') for c in u.datasets]}:{u.workers}:{u.seeded}:{u.persistent}" for u in uses))
 
 
 def _digest(text: str) -> str:

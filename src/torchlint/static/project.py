@@ -1,12 +1,14 @@
 """The project a file belongs to: imports between its modules resolve to what those modules define.
 
 A file's ``from .models import Net`` or ``from utils import AverageMeter`` is looked up among the
-project's own files (relative to the importing file, the project root and ``root/src``). The
-imported module is walked once, without rules, and its module-level names (classes with their
-methods' return facts and training actions, functions with their returns, aliases) are what the
-importer sees. Summaries are kept per process, keyed by path, size and modification time; every
-module consulted for a file is recorded with its content hash so the findings cache can tell when
-a dependency changed.
+project's own files (relative to the importing file, the folder holding its package, the project
+root and ``root/src``). The imported module is walked once, without rules, and its module-level
+names (classes with their methods' return facts and training actions, functions with their
+returns, aliases) are what the importer sees. Summaries are kept per process, keyed by path, size
+and modification time; every module consulted for a file is recorded with its content hash so the
+findings cache can tell when a dependency changed. A dataset's module can also ask which project
+files build a DataLoader over one of its classes (``loaders_of``: the files mentioning the class,
+summarised the same way).
 """
 
 from __future__ import annotations
@@ -21,7 +23,13 @@ import libcst as cst
 from torchlint.source import SourceError, decode_source
 from torchlint.static.cache import content_key
 from torchlint.static.facts.values import NOTHING, Value
-from torchlint.static.fingerprint import SAVES_KEY, name_fingerprints, saves_fingerprint
+from torchlint.static.fingerprint import (
+    LOADERS_KEY,
+    SAVES_KEY,
+    loaders_fingerprint,
+    name_fingerprints,
+    saves_fingerprint,
+)
 
 ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")
 MAX_MODULE_BYTES = 2_000_000  # generated files are not summarised
@@ -49,6 +57,7 @@ class Summary:
     deps: dict[str, str]  # every project module its summary read, with content hashes
     module: cst.Module | None = None  # its syntax tree: positions of related locations in it
     checkpoints: tuple = ()  # checkpoints.Saved: its torch.save calls of objects weights-only loads refuse
+    loaders: list = field(default_factory=list)  # loaders.LoaderUse: the DataLoaders it builds
     _fingerprints: dict[str, str] | None = None
 
     def fingerprints(self) -> dict[str, str]:
@@ -57,6 +66,8 @@ class Summary:
             self._fingerprints = name_fingerprints(self.env)
             if self.checkpoints:
                 self._fingerprints[SAVES_KEY] = saves_fingerprint(self.checkpoints)
+            if self.loaders:
+                self._fingerprints[LOADERS_KEY] = loaders_fingerprint(self.loaders)
         return self._fingerprints
 
 
@@ -67,6 +78,7 @@ class Project:
     summaries: dict[tuple[str, int, int], Summary | None] = field(default_factory=dict)
     active: set[str] = field(default_factory=set)  # summaries being computed (import cycles)
     latest: dict[str, Summary] = field(default_factory=dict)  # path -> its newest summary
+    loader_files: dict[str, list[Path]] = field(default_factory=dict)  # root -> files that mention DataLoader
 
     def resolve(self, importer: Path, module: str | None, level: int) -> Path | None:
         """The project file that `from <level dots><module> import ...` in ``importer`` names."""
@@ -79,7 +91,7 @@ class Project:
         if not parts:
             return None
         root = find_root(importer)
-        for base in dict.fromkeys((importer.resolve().parent, root, root / "src")):
+        for base in dict.fromkeys((*_folders_up_to(importer.resolve().parent, root), root / "src")):
             found = _module_file(base, parts)
             if found is not None:
                 return found
@@ -108,6 +120,7 @@ class Project:
     def _summarise(self, path: Path) -> Summary | None:
         from torchlint.static.interpret import checkpoints
         from torchlint.static.interpret.context import FileContext  # the walker imports this module
+        from torchlint.static.interpret.loaders import loader_uses
         from torchlint.static.interpret.walker import Walker
 
         try:
@@ -127,7 +140,8 @@ class Project:
             return None
         deps = dict(ctx.deps)
         deps[str(path)] = content_key(data)
-        return Summary(path, deps[str(path)], dict(walker.frame.env), deps, module=module, checkpoints=saved)
+        return Summary(path, deps[str(path)], dict(walker.frame.env), deps, module=module, checkpoints=saved,
+                       loaders=loader_uses(ctx))
 
     def module_of(self, path: str) -> cst.Module | None:
         """The syntax tree a summarised module was read from (for positions in it)."""
@@ -137,6 +151,43 @@ class Project:
     def summary_at(self, path: str) -> Summary | None:
         """The summary already computed in this process for the module at `path`, if any."""
         return self.latest.get(path)
+
+    def loaders_of(self, file: Path, class_name: str, deps: dict[str, str]) -> list:
+        """The DataLoaders other project files build over the class ``class_name`` that ``file``
+        defines (or a subclass of it), found through their imports. The files that mention the class
+        are recorded in ``deps``; a file added later is not seen by a cached result."""
+        target = (str(file.resolve()), class_name)
+        found = []
+        needle = class_name.encode()
+        for path in self._loader_files(find_root(file)):
+            if path == file.resolve():
+                continue
+            try:
+                if needle not in path.read_bytes():
+                    continue
+            except OSError:
+                continue
+            summary = self.summary(path)
+            if summary is None:
+                continue
+            deps.update(summary.deps)  # a change there (num_workers, worker_init_fn) re-checks ``file``
+            for use in summary.loaders:
+                if any((_resolved(info.module), info.name) == target for cls in use.datasets for info in cls.lineage()):
+                    found.append(use)
+        return found
+
+    def _loader_files(self, root: Path) -> list[Path]:
+        key = str(root)
+        if key not in self.loader_files:
+            files = []
+            for path in _python_files(root):
+                try:
+                    if path.stat().st_size <= MAX_MODULE_BYTES and b"DataLoader" in path.read_bytes():
+                        files.append(path)
+                except OSError:
+                    continue
+            self.loader_files[key] = files
+        return self.loader_files[key]
 
     def names(self, importer: Path, module: str | None, level: int, names: list[str] | None,
               deps: dict[str, str]) -> dict[str, Value]:
@@ -159,6 +210,41 @@ class Project:
             if value is not None and value is not NOTHING:
                 bound[name] = value
         return bound
+
+
+def _folders_up_to(folder: Path, root: Path) -> list[Path]:
+    """``folder``, and the folder that holds the package ``folder`` belongs to when it is inside
+    ``root``: a script there imports the package's siblings (``datasets/hdf5.py`` doing
+    ``from augment import ...`` runs from a ``train.py`` beside ``datasets/``). Installed packages
+    (site-packages) are never searched."""
+    found = [folder]
+    top = folder
+    while (top / "__init__.py").is_file() and top != root and root in top.parents:
+        top = top.parent
+    if top != folder and top != root and top.name not in ("site-packages", "dist-packages"):
+        found.append(top)
+    found.append(root)
+    return found
+
+
+MAX_PROJECT_FILES = 5000
+_SKIPPED_FOLDERS = frozenset({"__pycache__", "node_modules", "site-packages", "venv", "env", "build", "dist"})
+
+
+def _python_files(root: Path) -> list[Path]:
+    """The project's Python files (hidden folders, environments and build outputs left out), capped."""
+    found: list[Path] = []
+    for folder, subfolders, names in os.walk(root):
+        subfolders[:] = sorted(d for d in subfolders if not d.startswith(".") and d not in _SKIPPED_FOLDERS)
+        found.extend(Path(folder, name).resolve() for name in sorted(names) if name.endswith(".py"))
+        if len(found) >= MAX_PROJECT_FILES:
+            return found[:MAX_PROJECT_FILES]
+    return found
+
+
+@lru_cache(maxsize=4096)
+def _resolved(path: str) -> str:
+    return str(Path(path).resolve()) if path else ""
 
 
 def _module_file(base: Path, parts: list[str]) -> Path | None:

@@ -21,6 +21,19 @@ from torchlint.static.facts.ranges import INF
 NONE, UNDERFLOW, DEGENERATE, SATURATION, ROUTINE = 0, 1, 2, 3, 4
 
 
+@dataclass(frozen=True, eq=False, slots=True)
+class RngOrigin:
+    """Where a random generator object (np.random.default_rng, RandomState, random.Random,
+    torch.Generator) is created: the call and the innermost function around it (None: module level)."""
+
+    node: Any
+    function: Any = None
+    path: str = ""  # the file
+
+    def __repr__(self) -> str:
+        return f"RngOrigin({self.path}, {type(self.node).__name__})"
+
+
 @dataclass(frozen=True, slots=True)
 class Value:
     op: str | None = None  # canonical op that produced the value ("sigmoid", "sum", ...)
@@ -49,6 +62,7 @@ class Value:
     checked: bool = False  # the code compared this value (`if d > 0`): it handles the zero case
     grad_off: bool = False  # a function returning torch.no_grad()/inference_mode() or wrapping with it
     squared_distance: bool = False  # a square, or sum of squares, of differences of two values: 0 where they coincide
+    rng: RngOrigin | None = None  # the random generator it is (kind "rng") or was built around (an object, a list)
 
     def __post_init__(self) -> None:
         if self.zero and not self.lo <= 0 <= self.hi:
@@ -105,7 +119,9 @@ def join(a: Value, b: Value) -> Value:
     if a.kind or b.kind:
         if a.kind == "dict" == b.kind:
             return Value(kind="dict")  # two different dicts: what each holds is not known
-        return a if a.kind == b.kind and a.cls is b.cls and a.qual == b.qual else NOTHING
+        if a.kind != b.kind or a.cls is not b.cls or a.qual != b.qual:
+            return NOTHING
+        return a if a.rng is not None or b.rng is None else a.but(rng=b.rng)
     return Value(
         op=a.op if a.op == b.op else None,
         lo=min(a.lo, b.lo),
@@ -142,4 +158,24 @@ def tracked_of(*values: Value) -> bool | None:
         return True
     if states and all(state is False for state in states):
         return False
+    return None
+
+
+# Constructors of random generator objects whose state is copied with the object (into forked workers).
+GENERATOR_CLASSES = frozenset({
+    "numpy.random.default_rng", "numpy.random.RandomState", "numpy.random.Generator",
+    "numpy.random.mtrand.RandomState", "random.Random", "torch.Generator",
+})
+
+
+def held_rng(values, depth: int = 2) -> RngOrigin | None:
+    """The generator one of ``values`` is, was built around, or keeps in an attribute of its class."""
+    for value in values:
+        if value.rng is not None:
+            return value.rng
+        if depth and value.kind == "instance" and value.cls is not None:
+            for info in value.cls.lineage():
+                found = held_rng(list(info.attrs.values()), depth - 1)
+                if found is not None:
+                    return found
     return None

@@ -7,7 +7,15 @@ import libcst as cst
 from torchlint.static.facts import ops, semantics
 from torchlint.static.facts.arith import arith
 from torchlint.static.facts.semantics import apply_op
-from torchlint.static.facts.values import DEGENERATE, NOTHING, Value, tracked_of
+from torchlint.static.facts.values import (
+    DEGENERATE,
+    GENERATOR_CLASSES,
+    NOTHING,
+    RngOrigin,
+    Value,
+    held_rng,
+    tracked_of,
+)
 from torchlint.static.interpret import guards
 from torchlint.static.interpret.context import CallInfo, FileContext
 from torchlint.static.interpret.frames import module_qual
@@ -80,6 +88,10 @@ class Calls:
             if info.op is not None:
                 info.form = "module"
         result = self._call_result(info, receiver_value, values)
+        if result.kind == "instance" and info.callee.kind == "class" and result.rng is None:
+            held = held_rng([*values, *keywords.values()])
+            if held is not None:  # `RandomFlip(np.random.RandomState(seed))`: it draws from that generator
+                result = result.but(rng=held)
         if info.form == "method":
             if isinstance(info.receiver, cst.Name):
                 self._inplace(info, receiver_value, values, result)
@@ -126,6 +138,8 @@ class Calls:
             return NOTHING
         if form == "method":
             name = info.qual or ""
+            if receiver.kind == "rng" and name == "manual_seed":
+                return receiver  # torch.Generator().manual_seed(s) returns the generator
             if receiver.kind == "param" and name in ("detach", "clone", "detach_"):
                 return Value(tracked=name == "clone")  # no longer a leaf that requires grad
             if name == "requires_grad_" and info.args and isinstance(info.args[0], cst.Name) and \
@@ -159,6 +173,9 @@ class Calls:
         grad = info.kwargs.get("requires_grad")
         if isinstance(grad, cst.Name) and grad.value == "True" and qual.startswith("torch."):
             return Value(kind="param", qual="leaf", tracked=True, node=node)
+        if qual in GENERATOR_CLASSES:
+            where = self.ctx.enclosing[-1] if self.ctx.enclosing else None
+            return Value(kind="rng", node=node, rng=RngOrigin(node, where, self.ctx.path))
         if info.op is not None:
             operand = values[0] if values else NOTHING
             result = self._op_result(info, operand, values[1:])

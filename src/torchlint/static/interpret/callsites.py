@@ -99,6 +99,8 @@ def informative(value: Value) -> bool:
 
     Plain numbers (``lr=1e-3``, ``eps=1e-8``) are left out: they rarely decide a finding and
     would make most files walk twice."""
+    if value.rng is not None:
+        return True  # a random generator, or an object built around one
     if value.kind:
         return value.kind in ("instance", "class", "function", "module") and (
             value.cls is not None or value.qual is not None or value.returns is not None)
@@ -110,5 +112,6 @@ def informative(value: Value) -> bool:
 def signature(facts: dict[int, dict[str, Value]], grad_off: frozenset[int] = frozenset()) -> Any:
     """A cheap comparable form of the facts: did a re-walk learn anything new?"""
     return sorted(grad_off), sorted(
-        (key, name, v.kind, v.op, v.prob, v.zero, v.tracked, v.lo, v.hi, v.qual, id(v.cls), v.desc)
+        (key, name, v.kind, v.op, v.prob, v.zero, v.tracked, v.lo, v.hi, v.qual, id(v.cls), v.desc,
+         v.rng is not None)
         for key, params in facts.items() for name, v in params.items())

@@ -6,7 +6,7 @@ import libcst as cst
 
 from torchlint.static.facts import ops
 from torchlint.static.facts.arith import negate
-from torchlint.static.facts.values import NOTHING, ROUTINE, Value, constant, join
+from torchlint.static.facts.values import NOTHING, ROUTINE, Value, constant, held_rng, join
 from torchlint.static.interpret import guards
 from torchlint.static.interpret.frames import Frame, params_of
 
@@ -79,7 +79,8 @@ class Expressions:
 
     def _sequence(self, node) -> Value:
         items = tuple(self.expr(element.value) for element in node.elements)
-        return Value(kind="list", items=items, zero=any(item.zero for item in items), node=node)
+        return Value(kind="list", items=items, zero=any(item.zero for item in items), node=node,
+                     rng=held_rng(items))
 
     def _dict(self, node: cst.Dict) -> Value:
         keys, items = [], []

@@ -15,6 +15,27 @@ class ClassInfo:
     bases: list[str]
     attrs: dict[str, Value] = field(default_factory=dict)
     methods: dict[str, Value] = field(default_factory=dict)
+    parents: list[ClassInfo] = field(default_factory=list)  # base classes the project defines
+    module: str = ""  # path of the file that defines it
+
+    def lineage(self) -> list[ClassInfo]:
+        """The class and its project-defined bases, nearest first (a simple MRO)."""
+        found: list[ClassInfo] = []
+        stack = [self]
+        while stack and len(found) < 32:
+            info = stack.pop(0)
+            if all(info is not seen for seen in found):
+                found.append(info)
+                stack.extend(info.parents)
+        return found
+
+    def find(self, table: str, name: str) -> Value | None:
+        """An attribute or method (``table``: "attrs" | "methods") defined by the class or a base."""
+        for info in self.lineage():
+            value = getattr(info, table).get(name)
+            if value is not None:
+                return value
+        return None
 
     @property
     def grad_disabled(self) -> bool:

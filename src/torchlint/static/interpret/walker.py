@@ -354,12 +354,14 @@ class Walker(Expressions, Calls):
 
     def _class(self, node: cst.ClassDef) -> None:
         self._decorators(node)
-        bases = []
+        bases, parents = [], []
         for arg in node.bases:
-            self.expr(arg.value)
+            base = self.expr(arg.value)
             bases.append(self.ctx.qualify(arg.value) or "")
+            if base.kind == "class" and base.cls is not None:
+                parents.append(base.cls)
         self.flush()
-        info = ClassInfo(node.name.value, bases)
+        info = ClassInfo(node.name.value, bases, parents=parents, module=self.ctx.path)
         instance = Value(kind="instance", cls=info, qual=info.name)
         outer = self.frame
         body = node.body.body if isinstance(node.body, cst.IndentedBlock) else []

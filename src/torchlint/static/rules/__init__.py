@@ -23,6 +23,7 @@ from torchlint.static.rules.tl404_zero_grad_to_zeros import ZeroGradToZeros
 from torchlint.static.rules.tl501_partial_seeding import PartialSeeding
 from torchlint.static.rules.tl502_conflicting_determinism import ConflictingDeterminism
 from torchlint.static.rules.tl503_env_set_too_late import EnvSetTooLate
+from torchlint.static.rules.tl504_rng_shared_by_workers import RngSharedByWorkers
 from torchlint.static.rules.tl701_unsafe_load import UnsafeLoad
 from torchlint.static.rules.tl702_load_needs_weights_only_false import LoadNeedsWeightsOnlyFalse
 from torchlint.static.rules.tl102_log_of_probability import LogOfProbability
@@ -84,6 +85,7 @@ STATIC_RULES: tuple[Rule, ...] = (
     PartialSeeding(),
     ConflictingDeterminism(),
     EnvSetTooLate(),
+    RngSharedByWorkers(),
     UnsafeLoad(),
     LoadNeedsWeightsOnlyFalse(),
 )

@@ -1,0 +1,221 @@
+"""TL504 rng-shared-by-workers: a dataset draws from a generator object created before the workers start.
+
+A DataLoader with worker processes gives each worker a copy of the dataset, and so of every
+generator object it holds (``np.random.default_rng``, ``RandomState``, ``random.Random``,
+``torch.Generator``) in the state it had in the parent. Unless something reseeds the copies per
+worker, all workers draw the same numbers. PyTorch reseeds only the global ``random``, ``torch``
+and (since 1.9) ``np.random`` states per worker, so the global-state form is not reported.
+
+The rule follows each dataset class's per-item methods (``__getitem__``, ``__iter__``...) through
+the methods, transforms and helpers they call, collects the generators they draw from, and keeps
+those created outside that per-item code (in ``__init__``, a factory, at module level). It reports
+when a DataLoader over the class (in the file, else in a project file that imports it) may start
+workers and has no ``worker_init_fn``, and the per-item code neither creates nor reseeds
+generators nor asks for the worker's seed (``get_worker_info()``, ``torch.initial_seed()``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import libcst as cst
+
+from torchlint.rule import RuleInfo
+from torchlint.static.facts.values import GENERATOR_CLASSES, NOTHING, RngOrigin, Value
+from torchlint.static.interpret.context import CallInfo, FileContext
+from torchlint.static.interpret.loaders import LoaderUse, loader_uses
+from torchlint.static.interpret.scopes import Body
+from torchlint.static.rules.base import Rule
+
+PER_ITEM = ("__getitem__", "__getitems__", "__iter__", "__next__")
+CALLED = ("__call__", "forward")
+RESEEDS = frozenset({"seed", "manual_seed", "set_state", "setstate", "__setstate__"})
+NOT_DRAWS = frozenset({"get_state", "getstate", "initial_seed", "spawn", "bit_generator", "__getstate__",
+                       "__deepcopy__", "__copy__"})
+WORKER_SEEDS = frozenset({"torch.utils.data.get_worker_info", "torch.utils.data.dataloader.get_worker_info",
+                          "torch.initial_seed", "torch.random.initial_seed"})
+MAX_CALLS = 3000  # calls one class's per-item code may visit through followed methods
+
+
+class _ItemCode:
+    """What a dataset's per-item methods reach: the generators they draw from, where (a call in this
+    file), the functions they run, and whether they seed per item or per worker themselves."""
+
+    def __init__(self, ctx: FileContext, cls) -> None:
+        self.ctx = ctx
+        self.draws: dict[int, tuple[RngOrigin, CallInfo]] = {}  # by origin: the first draw
+        self.functions: set[int] = set()
+        self.seeds_itself = False
+        self.budget = MAX_CALLS
+        todo = []
+        for name in PER_ITEM:
+            method = cls.find("methods", name)
+            if method is not None and isinstance(method.body, Body):
+                todo.append((method.body, cls, None))
+        seen: set[tuple[int, int]] = set()
+        while todo and self.budget > 0 and not self.seeds_itself:
+            body, owner, anchor = todo.pop()
+            if (id(body), id(owner)) in seen:
+                continue
+            seen.add((id(body), id(owner)))
+            self.functions.add(id(body.node))
+            for entry in body.walk(expand=False):
+                if isinstance(entry, CallInfo):
+                    self.budget -= 1
+                    todo.extend(self._call(entry, owner, anchor))
+
+    def _call(self, call: CallInfo, owner, anchor: CallInfo | None) -> list:
+        """Record what the call does; return the bodies it runs, with their `self` class."""
+        here = self.ctx.calls.get(id(call.node)) is call
+        site = call if here else anchor
+        self._draws_through_arguments(call, owner, here, site)
+        if call.form == "function":
+            if call.qual in GENERATOR_CLASSES or call.qual in WORKER_SEEDS:
+                self.seeds_itself = True  # a generator made per item, or seeded from the worker's seed
+            return []
+        follow = []
+        if call.form == "method":
+            receiver = self._resolve(call.receiver, owner, here)
+            if receiver.kind == "rng":
+                if call.name in RESEEDS:
+                    self.seeds_itself = True
+                elif call.name not in NOT_DRAWS:
+                    self._draw(receiver.rng, site)
+            elif receiver.kind in ("instance", "class") and receiver.cls is not None:
+                method = receiver.cls.find("methods", call.name)  # also inherited, `Base.method(self)`
+                target = receiver.cls if receiver.kind == "instance" else owner
+                follow.append((method, target))
+            elif _is_super(call.receiver) and owner is not None:
+                follow.extend((p.find("methods", call.name), owner) for p in owner.parents)
+        elif call.form == "local":
+            callee = call.callee
+            if callee.kind == "instance" and callee.cls is not None:
+                if callee.rng is not None:  # an object built around a generator: calling it draws
+                    self._draw(callee.rng, site)
+                follow.extend((callee.cls.find("methods", name), callee.cls) for name in CALLED)
+            elif callee.kind == "class" and callee.cls is not None:
+                follow.append((callee.cls.find("methods", "__init__"), callee.cls))  # built per item
+            elif callee.kind == "function":
+                func = call.node.func
+                bound = self._resolve(func.value, owner, here) if isinstance(func, cst.Attribute) else NOTHING
+                follow.append((callee, bound.cls if bound.kind == "instance" else owner))
+        return [(value.body, cls, site) for value, cls in follow
+                if value is not None and isinstance(value.body, Body)]
+
+    def _draws_through_arguments(self, call: CallInfo, owner, here: bool, site) -> None:
+        """`torch.randint(..., generator=self.g)`, `augment(img, self.rng)`: the callee draws from it."""
+        for argument in (*call.args, *call.kwargs.values()):
+            value = self._resolve(argument, owner, here)
+            if value.kind == "rng":
+                self._draw(value.rng, site)
+
+    def _draw(self, origin: RngOrigin | None, site: CallInfo | None) -> None:
+        if origin is not None and site is not None:
+            self.draws.setdefault(id(origin), (origin, site))
+
+    def _resolve(self, node, owner, here: bool) -> Value:
+        """What an expression holds: the walker's value in this file; `self.x` (also inherited
+        attributes and code of other files) through the class's attributes."""
+        if node is None:
+            return NOTHING
+        if isinstance(node, cst.Name) and node.value == "self" and owner is not None:
+            return Value(kind="instance", cls=owner)  # the dataset's class, also in methods it inherits
+        if here:
+            value = self.ctx.value(node)
+            if value.kind:
+                return value
+        if isinstance(node, cst.Attribute):
+            holder = self._resolve(node.value, owner, here)
+            if holder.kind == "instance" and holder.cls is not None:
+                return holder.cls.find("attrs", node.attr.value) or NOTHING
+        return NOTHING
+
+    def shared(self) -> list[tuple[RngOrigin, CallInfo]]:
+        """Draws from generators created outside the per-item code: one copy per worker, same state."""
+        if self.seeds_itself:
+            return []
+        return [(origin, site) for origin, site in self.draws.values()
+                if origin.function is None or id(origin.function) not in self.functions]
+
+
+def _is_super(node) -> bool:
+    return isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "super"
+
+
+class RngSharedByWorkers(Rule):
+    info = RuleInfo(
+        "TL504", "rng-shared-by-workers", "warning",
+        "A dataset draws from a generator object created before the DataLoader's workers start: "
+        "every worker gets the same copy and draws the same numbers.",
+        tags=("correctness", "data-loading"),
+    )
+
+    def on_end(self, ctx: FileContext) -> None:
+        classes = [v.cls for v in ctx.names.values()
+                   if v.kind == "class" and v.cls is not None and v.cls.module == ctx.path]
+        if not classes:
+            return
+        uses: list[LoaderUse] | None = None
+        reported: set[int] = set()
+        for cls in classes:
+            if not any(cls.find("methods", name) is not None for name in PER_ITEM):
+                continue
+            shared = _ItemCode(ctx, cls).shared()
+            if not shared:
+                continue
+            if uses is None:
+                uses = loader_uses(ctx)
+            loaders = [u for u in uses if any(d is cls for d in u.datasets)]
+            if not loaders and ctx.project is not None and ctx.file is not None:
+                loaders = ctx.project.loaders_of(Path(ctx.file), cls.name, ctx.deps)
+            risky = [u for u in loaders if u.copies_state]
+            if risky:
+                self._report(ctx, cls, shared, risky[0], reported)
+
+    def _report(self, ctx: FileContext, cls, shared, loader: LoaderUse, reported: set[int]) -> None:
+        loader_here = loader.path == ctx.path
+        workers = f"num_workers={loader.workers}" if loader.workers is not None else "num_workers that may be > 0"
+        where = "" if loader_here else f" in {Path(loader.path).name}"
+        for origin, site in shared:
+            made_here = origin.path == ctx.path
+            node = origin.node if made_here else site.node
+            if id(node) in reported:
+                continue
+            reported.add(id(node))
+            related: list[tuple[cst.CSTNode, str]] = []
+            if made_here and site.node is not origin.node:
+                related.append((site.node, f"`{cls.name}` draws from it here, in every worker"))
+            if loader_here:
+                related.append((loader.node, "this DataLoader copies it into each worker"))
+            if made_here:
+                what = f"`{ctx.code(origin.node, 50)}` is created once, before"
+            else:
+                what = (f"`{ctx.code(site.node, 50)}` draws from a generator created once in "
+                        f"{Path(origin.path).name} (`{_short(origin.node)}`), before")
+            ctx.report(
+                self.info, node,
+                f"{what} the DataLoader{where} ({workers}, no worker_init_fn) starts its workers, and "
+                f"`{cls.name}` draws from it for every item: {_consequence(loader)}. Seed it per worker "
+                "(worker_init_fn reseeding it from get_worker_info().seed) or create it in the worker",
+                related=tuple(related),
+            )
+
+
+def _consequence(loader: LoaderUse) -> str:
+    if loader.workers == 1:
+        return ("its worker starts every epoch from a copy in the same state, so each epoch draws the same "
+                "numbers again (repeated augmentations/samples)")
+    again = "" if loader.persistent else ", again every epoch"
+    return ("each worker gets a copy in the same state, so all workers draw the same numbers (repeated "
+            f"augmentations/samples{again})")
+
+
+def _short(node) -> str:
+    func = node.func if isinstance(node, cst.Call) else node
+    parts = []
+    while isinstance(func, cst.Attribute):
+        parts.append(func.attr.value)
+        func = func.value
+    if isinstance(func, cst.Name):
+        parts.append(func.value)
+    return ".".join(reversed(parts)) + "(...)"
