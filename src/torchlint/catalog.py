@@ -48,6 +48,21 @@ def rule_doc(code: str) -> str | None:
     return None
 
 
+def rule_text(code: str) -> str:
+    """The documentation `torchlint rule CODE` prints: the rule's doc, else its one-line summary.
+    CODE may also be the rule's name; KeyError for an unknown rule."""
+    by_code = rules_by_code()
+    key = code.upper()
+    if key not in by_code:
+        by_name = {info.name: info.code for info in by_code.values()}
+        if code.lower() not in by_name:
+            raise KeyError(code)
+        key = by_name[code.lower()]
+    doc = rule_doc(key)
+    info = by_code[key]
+    return doc if doc is not None else f"# {info.code} {info.name}\n\n{info.summary}"
+
+
 _SECTION = re.compile(r"^## (.+?)\s*$", re.M)
 
 

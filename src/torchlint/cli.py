@@ -1,4 +1,4 @@
-"""Command line: `torchlint [check] PATH...`, `torchlint rule CODE`, `torchlint rules`."""
+"""Command line: `torchlint [check] PATH...`, `torchlint rule CODE`, `torchlint rules`, `torchlint server`."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ import sys
 from pathlib import Path
 
 from torchlint import __version__
-from torchlint.catalog import all_rules, rule_doc, rules_by_code
+from torchlint.catalog import all_rules, rule_text
 from torchlint.config import ConfigError, Settings, load_settings, parse_size
 from torchlint.paths import check_named_paths
 
-COMMANDS = ("check", "rule", "rules", "trace", "run")
+COMMANDS = ("check", "rule", "rules", "trace", "run", "server")
 CHECK_FORMATS = ("text", "json", "sarif", "github", "gitlab", "junit", "pylint", "concise")  # report.FORMATS
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -107,6 +107,10 @@ def build_parser() -> argparse.ArgumentParser:
     rule = sub.add_parser("rule", help="print a rule's documentation")
     rule.add_argument("code")
     sub.add_parser("rules", help="list the rule catalog")
+    server = sub.add_parser("server", help="language server for editors (LSP over stdio; needs torchlint[lsp])")
+    server.add_argument("--stdio", action="store_true", help="talk over stdin/stdout (the default and only transport)")
+    server.add_argument("--log-level", choices=("debug", "info", "warning", "error"), default="warning",
+                        help="what the server logs on stderr")
     return parser
 
 
@@ -130,6 +134,10 @@ def main(argv: list[str] | None = None) -> int:
             return _show_rule(args.code)
         if args.command == "trace":
             return _trace(args)
+        if args.command == "server":
+            from torchlint.server import serve
+
+            return serve(args.log_level)
         if args.command == "run":
             return _run(args)
         return _check(args)
@@ -434,14 +442,8 @@ def _list_rules() -> int:
 
 
 def _show_rule(code: str) -> int:
-    code = code.upper()
-    by_code = rules_by_code()
-    if code not in by_code:
-        by_name = {info.name: info.code for info in by_code.values()}
-        if code.lower() not in by_name:
-            raise ConfigError(f"unknown rule: {code}")
-        code = by_name[code.lower()]
-    doc = rule_doc(code)
-    info = by_code[code]
-    print(doc if doc is not None else f"# {info.code} {info.name}\n\n{info.summary}")
+    try:
+        print(rule_text(code))
+    except KeyError:
+        raise ConfigError(f"unknown rule: {code.upper()}") from None
     return EXIT_OK
