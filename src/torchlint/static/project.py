@@ -14,6 +14,7 @@ summarised the same way).
 from __future__ import annotations
 
 import os
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -33,6 +34,7 @@ from torchlint.static.fingerprint import (
 
 ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")
 MAX_MODULE_BYTES = 2_000_000  # generated files are not summarised
+MAX_SUMMARIES = 256  # summaries kept per process: bounds memory on big trees (the torch package)
 
 
 def find_root(file: Path) -> Path:
@@ -75,7 +77,8 @@ class Summary:
 class Project:
     """Module summaries shared by every file checked in this process."""
 
-    summaries: dict[tuple[str, int, int], Summary | None] = field(default_factory=dict)
+    # least recently used first: past MAX_SUMMARIES the oldest is dropped (and computed again if asked)
+    summaries: OrderedDict[tuple[str, int, int], Summary | None] = field(default_factory=OrderedDict)
     active: set[str] = field(default_factory=set)  # summaries being computed (import cycles)
     latest: dict[str, Summary] = field(default_factory=dict)  # path -> its newest summary
     loader_files: dict[str, list[Path]] = field(default_factory=dict)  # root -> files that mention DataLoader
@@ -104,6 +107,7 @@ class Project:
             return None
         token = (str(path), stat.st_size, stat.st_mtime_ns)
         if token in self.summaries:
+            self.summaries.move_to_end(token)
             return self.summaries[token]
         if str(path) in self.active or stat.st_size > MAX_MODULE_BYTES:
             return None  # an import cycle: the module in progress is unknown to its importer
@@ -115,6 +119,10 @@ class Project:
         self.summaries[token] = result
         if result is not None:
             self.latest[str(path)] = result
+        while len(self.summaries) > MAX_SUMMARIES:
+            (old, _, _), dropped = self.summaries.popitem(last=False)
+            if dropped is not None and self.latest.get(old) is dropped:
+                del self.latest[old]
         return result
 
     def _summarise(self, path: Path) -> Summary | None:
