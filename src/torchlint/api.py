@@ -86,14 +86,15 @@ def check_files(
             continue
         todo.append((index, display, text, key, file))
 
+    keep = store is not None  # the modules' fact fingerprints are only for the cache
     workers = min(jobs, len(todo)) if jobs > 1 and len(todo) >= POOL_THRESHOLD else 1
     if workers > 1:
         chunk = max(1, len(todo) // (workers * 8))
         with ProcessPoolExecutor(max_workers=workers) as pool:
-            outputs = list(pool.map(_check_one, [(t[2], t[1], enabled, settings.options, t[4]) for t in todo],
+            outputs = list(pool.map(_check_one, [(t[2], t[1], enabled, settings.options, t[4], keep) for t in todo],
                                     chunksize=chunk))
     else:
-        outputs = [_check_one((t[2], t[1], enabled, settings.options, t[4])) for t in todo]
+        outputs = [_check_one((t[2], t[1], enabled, settings.options, t[4], keep)) for t in todo]
 
     for (index, display, _text, key, _file), (findings, deps, modules) in zip(todo, outputs, strict=True):
         if store is not None:
@@ -120,11 +121,11 @@ _SENT: set[tuple[str, str]] = set()  # modules whose fingerprints this process a
 
 
 def _check_one(job):
-    text, path, enabled, options, file = job
+    text, path, enabled, options, file, keep = job
     deps: dict[str, str] = {}
     findings = check_any(text, path, enabled, options, file=file, deps=deps)
     modules = {}
-    for dep, content in deps.items():
+    for dep, content in deps.items() if keep else ():
         summary = PROCESS_PROJECT.summary_at(dep)
         if summary is not None and (dep, content) not in _SENT and summary.key == content:
             _SENT.add((dep, content))
