@@ -180,7 +180,8 @@ def _foreign_related(related: tuple) -> Related:
         span = locate(module, [node]).get(id(node))
         if span is not None:
             line, column = span[0], span[1]
-    shown = os.path.relpath(where) if not os.path.relpath(where).startswith("..") else where
+    relative = os.path.relpath(where)
+    shown = where if relative.startswith("..") else relative
     return Related(shown, line, column, text)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import libcst as cst
 
 from torchlint.rule import RuleInfo
+from torchlint.static.interpret.expressions import string_key
 from torchlint.static.interpret.context import CallInfo, FileContext
 from torchlint.static.facts.values import literal_number
 from torchlint.static.rules.base import Rule
@@ -31,7 +32,7 @@ class RiskyOptimizerConfig(Rule):
         if call.name == "TrainingArguments":
             ctx.memo.setdefault("tl110_arguments", []).append(call)
         elif call.name == "Trainer" and (call.qual or "").startswith(("lightning.", "pytorch_lightning.")) \
-                and _string(call.kwargs.get("precision")) == "16-true":
+                and string_key(call.kwargs.get("precision")) == "16-true":
             ctx.memo.setdefault("tl110_lightning", []).append(call)
         elif _is_hf_trainer(ctx, call):
             self._hf_trainer(ctx, call)
@@ -48,7 +49,8 @@ class RiskyOptimizerConfig(Rule):
     def _hf_trainer(self, ctx: FileContext, call: CallInfo) -> None:
         """`Trainer(model=<float16 model>, args=TrainingArguments(...))` with the default adam_epsilon."""
         model = call.param(0, "model")
-        if model is None or not ctx.value(model).half or ctx.value(model).kind:
+        loaded = ctx.value(model) if model is not None else None
+        if loaded is None or not loaded.half or loaded.kind:
             return
         arguments = _training_arguments(ctx, call, call.param(1, "args"))
         if arguments is None or "optim" in arguments.kwargs:
@@ -57,7 +59,7 @@ class RiskyOptimizerConfig(Rule):
         value = 1e-8 if eps is None else ctx.value(eps).const
         if value is None or value >= FLOAT16_TINY:
             return
-        made = ctx.value(model).node
+        made = loaded.node
         ctx.report(
             self.info, arguments.node,
             f"the Trainer builds AdamW with adam_epsilon={value:g} for `{ctx.code(model, 30)}`, whose parameters "
@@ -128,10 +130,6 @@ def _lightning_true_half(ctx: FileContext, fit: CallInfo):
         if trainer.scope.function == fit.scope.function:
             return trainer.kwargs.get("precision")
     return None
-
-
-def _string(node) -> str | None:
-    return node.evaluated_value if isinstance(node, cst.SimpleString) else None
 
 
 def _literal(node) -> float | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from torchlint.rule import RuleInfo
+from torchlint.static.interpret.expressions import string_key
 from torchlint.static.interpret.context import FileContext
 from torchlint.static.rules.base import Rule
 from torchlint.static.interpret.training import CLIP, STEP, innermost_training_loops, loop_header
@@ -79,13 +80,9 @@ def _unnormalised_update(ctx: FileContext) -> str | None:
         if call.scope.no_grad:
             continue  # an evaluation loss is never differentiated
         reduction = call.kwargs.get("reduction")
-        if _string(reduction) == "sum" or _false(call.kwargs.get("size_average")):
+        if string_key(reduction) == "sum" or _false(call.kwargs.get("size_average")):
             return f"`{ctx.code(call.node, 40)}` sums the loss, so its gradient grows with the batch"
     return None
-
-
-def _string(node) -> str | None:
-    return node.evaluated_value if isinstance(node, cst.SimpleString) else None
 
 
 def _false(node) -> bool:
