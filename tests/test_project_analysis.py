@@ -427,3 +427,109 @@ def test_a_loader_in_another_module_that_seeds_its_workers_or_may_be_told_to(tmp
         seeded = LOADER.replace("num_workers=num_workers)", change)
         files = {"augment.py": AUGMENT, "data/volumes.py": DATASET, "train.py": seeded}
         assert found(make(root, files)) == []
+
+
+LOSSES = """
+import torch
+
+
+def nll(p, y):
+    return -torch.log(p).gather(1, y[:, None]).mean()
+
+
+class Evaluator:
+    def score(self, model, loader):
+        model.eval()
+        for x, y in loader:
+            out = model(x)
+"""
+
+CALLS_LOSSES = """
+import torch
+
+from losses import Evaluator, nll
+
+
+def step(model, x, y):
+    probs = torch.softmax(model(x), dim=-1)
+    return nll(probs, y)
+
+
+def validate(model, loader):
+    with torch.no_grad():
+        Evaluator().score(model, loader)
+"""
+
+CALLS_LOSSES_WITH_LOG_PROBS = """
+import torch
+
+from losses import nll
+
+
+def other(model, x, y):
+    return nll(torch.log_softmax(model(x), dim=-1).exp() + 1, y)
+"""
+
+
+def test_parameters_get_what_the_calls_in_other_modules_pass(tmp_path):
+    # nll() is given a softmax in train.py (TL102 in losses.py); score() runs only under no_grad there
+    root = make(tmp_path, {"losses.py": LOSSES, "train.py": CALLS_LOSSES})
+    assert found(root) == [("losses.py", "TL102", 6)]
+
+
+def test_a_caller_in_another_module_that_disagrees_leaves_the_parameter_unknown(tmp_path):
+    root = make(tmp_path, {"losses.py": LOSSES, "train.py": CALLS_LOSSES,
+                           "other.py": CALLS_LOSSES_WITH_LOG_PROBS})
+    assert found(root) == []
+
+
+def test_a_module_imported_by_many_files_keeps_unknown_parameters(tmp_path):
+    files = {"losses.py": LOSSES, "train.py": CALLS_LOSSES}
+    files.update({f"user{i}.py": "from losses import nll\n" for i in range(20)})
+    assert found(make(tmp_path, files)) == [("losses.py", "TL306", 12)]
+
+
+ATTENTION = """
+import torch
+
+
+class Attention(torch.nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.qkv = torch.nn.Linear(dim, 3 * dim)
+
+    def forward(self, x, mask):
+        q, k, v = self.qkv(x).chunk(3, dim=-1)
+        scores = q @ k.transpose(-2, -1) / 8.0
+        scores = scores.masked_fill(mask == 0, -1e9)
+        return torch.softmax(scores, dim=-1) @ v
+"""
+
+AMP_TRAIN = """
+import torch
+
+from model import Attention
+
+
+def train(loader):
+    model = Attention(64).cuda()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, eps=1e-6)
+    scaler = torch.amp.GradScaler("cuda")
+    for x, mask, y in loader:
+        optimizer.zero_grad()
+        with torch.autocast("cuda", dtype=torch.float16):
+            loss = (model(x, mask) - y).pow(2).mean()
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+"""
+
+
+def test_a_fill_beyond_float16_in_a_model_the_training_script_autocasts(tmp_path):
+    root = make(tmp_path, {"model.py": ATTENTION, "train.py": AMP_TRAIN})
+    findings = [f for f in check_paths([root]) if f.code == "TL121"]
+    assert [(Path(f.path).name, f.line) for f in findings] == [("model.py", 13)]
+    assert [(Path(r.path).name, r.line) for r in findings[0].related] == [("train.py", 10)]
+    bf16 = AMP_TRAIN.replace('scaler = torch.amp.GradScaler("cuda")', "scaler = None").replace(
+        "torch.float16", "torch.bfloat16")
+    assert [f for f in check_paths([make(tmp_path, {"train.py": bf16})]) if f.code == "TL121"] == []

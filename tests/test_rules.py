@@ -489,6 +489,48 @@ CASES = {
             d = torch.softmax(q.half() @ k.half().T, dim=-1, dtype=torch.float32)
             return a, b, c, d
         """, set()),
+    # --- TL121 fill-overflows-float16 -----------------------------------------------------------
+    "mask fill beyond float16 in a module trained with fp16 autocast in the same file": ("""
+        import torch
+        class Scores(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.q = torch.nn.Linear(8, 8)
+            def forward(self, x, mask):
+                energy = torch.matmul(self.q(x), x.transpose(1, 2)) / 3.0
+                energy = energy.masked_fill(mask == 0, -1e10)
+                return energy.softmax(-1)
+        def step(model, x, mask):
+            with torch.cuda.amp.autocast():
+                return model(x, mask)
+        def half_step(x, w):
+            with torch.autocast("cuda", dtype=torch.float16):
+                s = x @ w
+                s.masked_fill_(s < 0, float("-1e20"))
+                return s
+        """, {("TL121", 9), ("TL121", 17)}),
+    "clean: fills that fit float16, bfloat16 autocast, no float16 anywhere, -inf, masks": ("""
+        import torch
+        def fits(x, w, mask):
+            with torch.autocast("cuda", dtype=torch.float16):
+                s = (x @ w).masked_fill(mask, -1e4)
+                t = (x @ w).masked_fill(mask, torch.finfo(torch.float16).min)
+                u = (x @ w).masked_fill(mask, float("-inf"))
+                return s, t, u
+        """, set()),
+    "clean: bfloat16 autocast": ("""
+        import torch
+        def brain_float(x, w, mask):
+            with torch.autocast("cuda", dtype=torch.bfloat16):
+                return (x @ w).masked_fill(mask, -1e9)
+        """, set()),
+    "clean: float32 code with a large fill, and a large fill of a mask": ("""
+        import torch
+        def attend(q, k, mask):
+            scores = q @ k.transpose(-2, -1)
+            bias = mask.float().masked_fill(mask, -1e9)
+            return scores.masked_fill(mask, -1e9).softmax(-1) + bias
+        """, set()),
     # --- TL108 unstable-exp ------------------------------------------------------------------
     "exp of a linear layer output, scaled": ("""
         import torch

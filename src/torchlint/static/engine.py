@@ -150,14 +150,21 @@ def _check_text(source, path, enabled, options, file, deps) -> list[Finding]:
 
 
 def _walk(module, path, source, options, file, handlers) -> FileContext:
-    """Walk with the rules; walk again while calls in the file teach parameters something new."""
+    """Walk with the rules; walk again while calls (in the file, and from the project's other files
+    to its functions) teach parameters something new."""
+    deps: dict[str, str] = {}
+    seeded = _foreign_calls(module, file, deps)
     facts: dict = {}
     quiet: frozenset[int] = frozenset()
+    if seeded:
+        first = callsites.CallSites(path, seeded)
+        facts, quiet = first.facts(), first.grad_off()
     seen = callsites.signature(facts, quiet)
     for _ in range(callsites.MAX_WALKS):
         ctx = FileContext(path=path, source=source, module=module, options=options or {},
                           project=PROCESS_PROJECT if file is not None else None, file=file,
-                          call_sites=callsites.CallSites(), param_facts=facts, grad_off_functions=quiet)
+                          call_sites=callsites.CallSites(path, seeded), param_facts=facts,
+                          grad_off_functions=quiet, deps=dict(deps))
         Walker(ctx, handlers).run(module)
         facts, quiet = ctx.call_sites.facts(), ctx.call_sites.grad_off()
         now = callsites.signature(facts, quiet)
@@ -165,6 +172,24 @@ def _walk(module, path, source, options, file, handlers) -> FileContext:
             break
         seen = now
     return ctx
+
+
+def _foreign_calls(module, file, deps: dict[str, str]) -> dict:
+    """The calls the project's other files make to this file's functions, by function node (none
+    when the file is not on disk or its importers cannot all be seen)."""
+    if file is None:
+        return {}
+    functions = callsites.qualified_functions(module)
+    if not functions:
+        return {}
+    names = sorted({qualname.split(".", 1)[0] for qualname in functions})
+    try:
+        calls = PROCESS_PROJECT.callers_of(file, names, deps)
+    except (OSError, RuntimeError, ValueError):  # RuntimeError: a symlink loop, or too deep a recursion
+        return {}
+    if not calls:
+        return {}
+    return {id(functions[q]): (functions[q], records) for q, records in calls.items() if q in functions}
 
 
 def _local(related: tuple, path: str) -> bool:

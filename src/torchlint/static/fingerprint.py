@@ -18,6 +18,8 @@ _SCALARS = ("kind", "op", "lo", "hi", "zero", "prob", "half", "unbounded", "shif
             "eps", "qual", "grad_off", "workers", "checked")
 MAX_DEPTH = 4
 LOADERS_KEY = "<DataLoader>"  # the DataLoaders it builds: over which dataset classes, with how many workers
+CALLS_KEY = "<calls>"  # the calls it makes to other project modules' functions, and their argument facts
+FP16_KEY = "<float16>"  # it runs models in float16 (mixed_precision.fp16_evidence)
 SAVES_KEY = "<torch.save>"  # not a Python name: the module's checkpoint saves, as importers see them
 
 
@@ -38,6 +40,16 @@ def loaders_fingerprint(uses) -> str:
     """The DataLoaders a module builds (loaders.LoaderUse), as TL504 reads them from the dataset's file."""
     return _digest(";".join(
         f"{[getattr(c, 'name', '') for c in u.datasets]}:{u.workers}:{u.seeded}:{u.persistent}" for u in uses))
+
+
+def calls_fingerprint(calls_out: dict) -> str:
+    """What a module passes to other modules' functions (callsites.Record per qualified name)."""
+    return _digest(";".join(
+        f"{module}:{qualname}:" + "|".join(
+            f"{bound}{star}{no_grad}:{','.join(_render(a, 2, set()) for a in args)}:"
+            f"{','.join(f'{k}={_render(v, 2, set())}' for k, v in sorted(kwargs.items()))}"
+            for bound, args, kwargs, star, no_grad in records)
+        for module, functions in sorted(calls_out.items()) for qualname, records in sorted(functions.items())))
 
 
 def _digest(text: str) -> str:

@@ -18,15 +18,20 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import libcst as cst
 
 from torchlint.source import SourceError, decode_source
 from torchlint.static.cache import content_key
+from torchlint.static.importers import ImportIndex
 from torchlint.static.facts.values import NOTHING, Value
 from torchlint.static.fingerprint import (
+    CALLS_KEY,
+    FP16_KEY,
     LOADERS_KEY,
     SAVES_KEY,
+    calls_fingerprint,
     loaders_fingerprint,
     name_fingerprints,
     saves_fingerprint,
@@ -60,6 +65,8 @@ class Summary:
     module: cst.Module | None = None  # its syntax tree: positions of related locations in it
     checkpoints: tuple = ()  # checkpoints.Saved: its torch.save calls of objects weights-only loads refuse
     loaders: list = field(default_factory=list)  # loaders.LoaderUse: the DataLoaders it builds
+    calls_out: dict = field(default_factory=dict)  # module path -> qualname -> the calls it makes there
+    fp16: Any = None  # the call that autocasts to float16, builds a GradScaler or makes a model .half()
     _fingerprints: dict[str, str] | None = None
 
     def fingerprints(self) -> dict[str, str]:
@@ -70,6 +77,10 @@ class Summary:
                 self._fingerprints[SAVES_KEY] = saves_fingerprint(self.checkpoints)
             if self.loaders:
                 self._fingerprints[LOADERS_KEY] = loaders_fingerprint(self.loaders)
+            if self.calls_out:
+                self._fingerprints[CALLS_KEY] = calls_fingerprint(self.calls_out)
+            if self.fp16 is not None:
+                self._fingerprints[FP16_KEY] = "1"
         return self._fingerprints
 
 
@@ -82,6 +93,7 @@ class Project:
     active: set[str] = field(default_factory=set)  # summaries being computed (import cycles)
     latest: dict[str, Summary] = field(default_factory=dict)  # path -> its newest summary
     loader_files: dict[str, list[Path]] = field(default_factory=dict)  # root -> files that mention DataLoader
+    imports: dict[str, ImportIndex] = field(default_factory=dict)  # root -> who imports which module
 
     def resolve(self, importer: Path, module: str | None, level: int) -> Path | None:
         """The project file that `from <level dots><module> import ...` in ``importer`` names."""
@@ -127,8 +139,10 @@ class Project:
 
     def _summarise(self, path: Path) -> Summary | None:
         from torchlint.static.interpret import checkpoints
+        from torchlint.static.interpret.callsites import CallSites
         from torchlint.static.interpret.context import FileContext  # the walker imports this module
         from torchlint.static.interpret.loaders import loader_uses
+        from torchlint.static.interpret.mixed_precision import fp16_evidence
         from torchlint.static.interpret.walker import Walker
 
         try:
@@ -137,7 +151,9 @@ class Project:
             module = cst.parse_module(text)
         except (OSError, SourceError, cst.ParserSyntaxError, RecursionError, MemoryError, ValueError):
             return None
-        ctx = FileContext(path=str(path), source="", module=module, options={}, project=self, file=path)
+        sites = CallSites(str(path))
+        ctx = FileContext(path=str(path), source="", module=module, options={}, project=self, file=path,
+                          call_sites=sites)
         walker = Walker(ctx, ((), (), (), (), ()))
         try:
             walker.run(module)
@@ -149,7 +165,7 @@ class Project:
         deps = dict(ctx.deps)
         deps[str(path)] = content_key(data)
         return Summary(path, deps[str(path)], dict(walker.frame.env), deps, module=module, checkpoints=saved,
-                       loaders=loader_uses(ctx))
+                       loaders=loader_uses(ctx), calls_out=sites.foreign, fp16=fp16_evidence(ctx))
 
     def module_of(self, path: str) -> cst.Module | None:
         """The syntax tree a summarised module was read from (for positions in it)."""
@@ -182,6 +198,62 @@ class Project:
             for use in summary.loaders:
                 if any((_resolved(info.module), info.name) == target for cls in use.datasets for info in cls.lineage()):
                     found.append(use)
+        return found
+
+    def importers(self, file: Path) -> list[str] | None:
+        """The project files importing ``file`` (see importers.ImportIndex.of)."""
+        root = find_root(file)
+        index = self.imports.get(str(root))
+        if index is None:
+            index = self.imports[str(root)] = ImportIndex(_python_files(root), self.resolve)
+        return index.of(file.resolve())
+
+    def fp16_importer(self, file: Path, deps: dict[str, str], levels: int = 3) -> Path | None:
+        """A project file that imports ``file`` (through at most ``levels`` imports) and runs models in
+        float16; the files read are recorded in ``deps``."""
+        frontier, seen = [str(file.resolve())], {str(file.resolve())}
+        for _ in range(levels):
+            following = []
+            for module in frontier:
+                for importer in self.importers(Path(module)) or ():
+                    if importer in seen:
+                        continue
+                    seen.add(importer)
+                    summary = self.summary(Path(importer))
+                    if summary is None:
+                        continue
+                    deps[importer] = summary.key
+                    if summary.fp16 is not None:
+                        return Path(importer)
+                    following.append(importer)
+            frontier = following
+        return None
+
+    def callers_of(self, file: Path, names: list[str], deps: dict[str, str]) -> dict[str, list] | None:
+        """The calls other project files make to the functions and methods ``file`` defines, by
+        qualified name (callsites.Record); None when they cannot all be seen (too many importers).
+        Only importers that mention one of ``names`` (what the file defines) are summarised; each
+        one read is recorded in ``deps``."""
+        module = file.resolve()
+        importers = self.importers(file)
+        if importers is None:
+            return None
+        needles = [name.encode() for name in names]
+        found: dict[str, list] = {}
+        for importer in importers:
+            path = Path(importer)
+            try:
+                data = path.read_bytes()
+            except OSError:
+                continue
+            if not any(needle in data for needle in needles):
+                continue
+            summary = self.summary(path)
+            if summary is None:
+                return None  # a caller we cannot read: its calls are unknown
+            deps.update(summary.deps)
+            for qualname, records in summary.calls_out.get(str(module), {}).items():
+                found.setdefault(qualname, []).extend(records)
         return found
 
     def _loader_files(self, root: Path) -> list[Path]:
@@ -244,7 +316,12 @@ def _python_files(root: Path) -> list[Path]:
     found: list[Path] = []
     for folder, subfolders, names in os.walk(root):
         subfolders[:] = sorted(d for d in subfolders if not d.startswith(".") and d not in _SKIPPED_FOLDERS)
-        found.extend(Path(folder, name).resolve() for name in sorted(names) if name.endswith(".py"))
+        for name in sorted(names):
+            if name.endswith(".py"):
+                try:
+                    found.append(Path(folder, name).resolve())
+                except (OSError, RuntimeError):  # a symlink loop
+                    continue
         if len(found) >= MAX_PROJECT_FILES:
             return found[:MAX_PROJECT_FILES]
     return found

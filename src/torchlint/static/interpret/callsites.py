@@ -11,6 +11,8 @@ the file is walked again with the facts bound; a second round follows chains one
 
 from __future__ import annotations
 
+from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 import libcst as cst
@@ -22,13 +24,22 @@ from torchlint.static.interpret.scopes import Body
 MAX_WALKS = 3  # the first walk and at most two re-walks with parameter facts
 
 
+Record = tuple  # (bound, args: tuple[Value, ...], kwargs: dict[str, Value], star, no_grad)
+
+
 class CallSites:
-    """Arguments seen at the calls of the file's own functions, by function node."""
+    """Arguments seen at the calls of the file's own functions, by function node; calls of functions
+    other project modules define, by (that module's path, qualified name), in ``foreign``."""
 
-    __slots__ = ("calls",)
+    __slots__ = ("calls", "foreign", "here")
 
-    def __init__(self) -> None:
-        self.calls: dict[int, tuple[cst.FunctionDef, list[tuple]]] = {}
+    def __init__(self, here: str = "", seeded: dict[int, tuple[cst.FunctionDef, list[Record]]] | None = None
+                 ) -> None:
+        """``here``: this file's path; ``seeded``: calls other files make to this file's functions."""
+        self.calls: dict[int, tuple[cst.FunctionDef, list[Record]]] = {
+            key: (node, list(records)) for key, (node, records) in (seeded or {}).items()}
+        self.foreign: dict[str, dict[str, list[Record]]] = {}  # resolved module path -> qualname -> calls
+        self.here = here
 
     def record(self, callee: Value, bound: bool, args: list[Value], kwargs: dict[str, Value],
                star: bool, no_grad: bool = False) -> None:
@@ -43,8 +54,13 @@ class CallSites:
         node = target.body.node
         if not isinstance(node, cst.FunctionDef):
             return
-        entry = self.calls.setdefault(id(node), (node, []))
-        entry[1].append((bound, tuple(args), dict(kwargs), star, no_grad))
+        record = (bound, tuple(args), dict(kwargs), star, no_grad)
+        origin = target.body.origin
+        if origin and self.here and origin != self.here:
+            if target.body.qualname:
+                self.foreign.setdefault(resolved(origin), {}).setdefault(target.body.qualname, []).append(record)
+            return
+        self.calls.setdefault(id(node), (node, []))[1].append(record)
 
     def facts(self) -> dict[int, dict[str, Value]]:
         """Per function node, the parameters every recorded call gives an informative value."""
@@ -115,3 +131,25 @@ def signature(facts: dict[int, dict[str, Value]], grad_off: frozenset[int] = fro
         (key, name, v.kind, v.op, v.prob, v.zero, v.tracked, v.lo, v.hi, v.qual, id(v.cls), v.desc,
          v.rng is not None)
         for key, params in facts.items() for name, v in params.items())
+
+
+@lru_cache(maxsize=4096)
+def resolved(path: str) -> str:
+    """The absolute form of a path, the key of a module in ``CallSites.foreign``."""
+    try:
+        return str(Path(path).resolve()) if path else ""
+    except (OSError, RuntimeError):  # a symlink loop
+        return path
+
+
+def qualified_functions(module: cst.Module) -> dict[str, cst.FunctionDef]:
+    """Module-level functions and the methods of module-level classes, by qualified name."""
+    found: dict[str, cst.FunctionDef] = {}
+    for statement in module.body:
+        if isinstance(statement, cst.FunctionDef):
+            found[statement.name.value] = statement
+        elif isinstance(statement, cst.ClassDef) and isinstance(statement.body, cst.IndentedBlock):
+            for member in statement.body.body:
+                if isinstance(member, cst.FunctionDef):
+                    found[f"{statement.name.value}.{member.name.value}"] = member
+    return found

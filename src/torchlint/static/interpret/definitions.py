@@ -75,6 +75,7 @@ class Definitions:
             and registered.body.node is node else Body("function", node, MODULE_SCOPE)
         name = node.name.value
         body.origin = self.ctx.path
+        body.qualname = _qualname(self.frame, self_value, name)
         if self_value is not None and self_value.cls is not None and self_value.cls.grad_disabled:
             no_grad = True
         if id(node) in self.ctx.grad_off_functions:
@@ -164,6 +165,15 @@ class Definitions:
             self.ctx.classes.pop()
             self.frame = outer
         outer.env[node.name.value] = Value(kind="class", cls=info, qual=info.name)
+
+
+def _qualname(frame: Frame, self_value: Value | None, name: str) -> str:
+    """How other modules address a function defined here: only module-level functions and the
+    methods of module-level classes have one."""
+    if self_value is None:
+        return name if frame.parent is None else ""
+    top = frame.parent is not None and frame.parent.parent is None
+    return f"{self_value.cls.name}.{name}" if top and self_value.cls is not None else ""
 
 
 def _callee_names(expression) -> list:

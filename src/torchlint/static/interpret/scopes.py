@@ -61,6 +61,7 @@ class Body:
     entries: list[Any] = field(default_factory=list)  # CallInfo | Mark | Body (a nested loop)
     iterable: Any = None  # for loops: the value iterated over
     origin: str = ""  # the file it is written in (a project module's body is walked in its importer)
+    qualname: str = ""  # `train` or `Trainer.fit` for a module-level function or method, else ""
 
     def walk(self, expand: bool = True, _seen: set[int] | None = None, _budget: list[int] | None = None
              ) -> Iterator[Any]:

@@ -44,6 +44,7 @@ from torchlint.static.rules.tl117_relu_on_logits import ReluOnLogits
 from torchlint.static.rules.tl118_logits_into_probability_loss import LogitsIntoProbabilityLoss
 from torchlint.static.rules.tl119_hand_written_norm import HandWrittenNorm
 from torchlint.static.rules.tl120_high_learning_rate import HighLearningRate
+from torchlint.static.rules.tl121_fill_overflows_float16 import FillOverflowsFloat16
 
 # Order matters only for claims within one node: rules that own a whole expression come first.
 STATIC_RULES: tuple[Rule, ...] = (
@@ -61,6 +62,7 @@ STATIC_RULES: tuple[Rule, ...] = (
     LargeInit(),
     RiskyOptimizerConfig(),
     HighLearningRate(),
+    FillOverflowsFloat16(),
     SoftmaxBeforeCrossEntropy(),
     HandWrittenSoftmax(),
     ReluOnLogits(),

@@ -1,0 +1,86 @@
+"""Which project files import a module: the reverse of the import graph, read from import lines.
+
+Each project file is read once per process and its `import` / `from ... import` statements are
+resolved to project files (a regular expression over the text, no parse). A module's importers are
+the files that import it directly, or import the package whose `__init__.py` re-exports it. The
+answer is used to find the calls other files make to a module's functions, so it errs towards
+"unknown": a module imported by more than ``MAX_IMPORTERS`` files is treated as a library whose
+callers cannot all be seen.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+MAX_IMPORTERS = 16
+MAX_FILE_BYTES = 2_000_000
+
+_IMPORT = re.compile(
+    rb"^[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]*)|import[ \t]+([\w. \t,]+))",
+    re.M)
+_NAME = re.compile(rb"[A-Za-z_]\w*")
+
+Resolve = Callable[[Path, "str | None", int], "Path | None"]
+
+
+class ImportIndex:
+    """Reverse imports of the Python files under one root."""
+
+    def __init__(self, files: list[Path], resolve: Resolve) -> None:
+        self.importers: dict[str, set[str]] = {}
+        for file in files:
+            try:
+                if file.stat().st_size > MAX_FILE_BYTES:
+                    continue
+                data = file.read_bytes()
+            except OSError:
+                continue
+            if b"import" not in data:
+                continue
+            for target in _imported(file, data, resolve):
+                if target != file:
+                    self.importers.setdefault(str(target), set()).add(str(file))
+
+    def of(self, module: Path) -> list[str] | None:
+        """The files importing ``module`` (through one package `__init__.py` too); None when more than
+        ``MAX_IMPORTERS`` do (a library-like module: its callers are not all here)."""
+        direct = self.importers.get(str(module), set())
+        found = set(direct)
+        for importer in direct:
+            if importer.endswith("__init__.py"):
+                found |= self.importers.get(importer, set())
+        if len(found) > MAX_IMPORTERS:
+            return None
+        return sorted(found - {str(module)})
+
+
+def _imported(file: Path, data: bytes, resolve: Resolve) -> set[Path]:
+    found: set[Path] = set()
+    for match in _IMPORT.finditer(data):
+        dots, module, names, plain = match.groups()
+        if plain is not None:
+            for part in plain.split(b","):
+                words = part.split()
+                if words:
+                    _add(found, resolve(file, words[0].decode("ascii", "replace"), 0))
+            continue
+        level = len(dots)
+        base = module.decode("ascii", "replace") or None
+        target = resolve(file, base, level)
+        _add(found, target)
+        if target is None or target.name == "__init__.py":  # `from pkg import submodule`
+            for name in _NAME.findall(names):
+                if name != b"as":
+                    sub = f"{base}.{name.decode('ascii', 'replace')}" if base else name.decode("ascii", "replace")
+                    _add(found, resolve(file, sub, level))
+    return found
+
+
+def _add(found: set[Path], target: Path | None) -> None:
+    if target is not None:
+        try:
+            found.add(target.resolve())
+        except (OSError, RuntimeError):  # a symlink loop
+            pass

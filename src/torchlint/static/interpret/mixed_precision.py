@@ -1,0 +1,38 @@
+"""Evidence that a file runs models in float16: an fp16 autocast, a GradScaler, a `.half()` model.
+
+A module whose own code shows none of these can still run in float16 when a project file that
+imports it does (the training script autocasts the model its `forward` belongs to); the project
+answers that through its import graph (``Project.fp16_importer``).
+"""
+
+from __future__ import annotations
+
+from torchlint.static.interpret.calls import autocast_dtype
+from torchlint.static.interpret.context import FileContext
+
+SCALERS = frozenset({"torch.cuda.amp.GradScaler", "torch.amp.GradScaler", "torch.cpu.amp.GradScaler",
+                     "torch.amp.grad_scaler.GradScaler"})
+
+
+def fp16_evidence(ctx: FileContext):
+    """The first call of the file that puts a model in float16 (its node), or None."""
+    for call in ctx.calls.values():
+        if call.form == "function" and call.qual in SCALERS:
+            return call.node
+        if call.form == "function" and (call.qual or "").endswith("autocast") and \
+                autocast_dtype(ctx, call.node) == "float16":
+            return call.node
+        if call.form == "function" and call.qual == "apex.amp.initialize":
+            return call.node  # every opt_level (O1 to O3) runs in float16
+        if call.form == "method" and call.receiver is not None and call.name in ("half", "to") and \
+                (call.name == "half" and not call.args or call.name == "to" and _half_dtype(ctx, call)):
+            receiver = ctx.value(call.receiver)
+            if receiver.kind in ("instance", "module"):
+                return call.node
+    return None
+
+
+def _half_dtype(ctx: FileContext, call) -> bool:
+    """`.to(torch.float16)`, `.to(device, dtype=torch.half)`."""
+    candidates = [call.kwargs["dtype"]] if "dtype" in call.kwargs else call.args
+    return any(ctx.value(node).kind == "dtype" and ctx.value(node).half for node in candidates)
