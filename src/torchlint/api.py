@@ -15,6 +15,7 @@ from torchlint.source import SourceError, decode_source
 from torchlint.static.cache import Cache, content_key
 from torchlint.static.discovery import discover, relative_to_root
 from torchlint.static.engine import might_have_findings
+from torchlint.static.importers import MAX_IMPORTERS
 from torchlint.static.notebook import is_notebook
 from torchlint.static.notebook_check import check_any
 from torchlint.static.project import PROCESS_PROJECT
@@ -86,6 +87,8 @@ def check_files(
             continue
         todo.append((index, display, text, key, file))
 
+    if len(todo) > 1:  # entry points first: the calls they make are then known when their modules are checked
+        todo.sort(key=lambda job: _importer_count(job[4]))
     keep = store is not None  # the modules' fact fingerprints are only for the cache
     workers = min(jobs, len(todo)) if jobs > 1 and len(todo) >= POOL_THRESHOLD else 1
     if workers > 1:
@@ -118,6 +121,16 @@ def _facts_of(path: str) -> tuple[str, dict[str, str]] | None:
 
 
 _SENT: set[tuple[str, str]] = set()  # modules whose fingerprints this process already returned
+
+
+def _importer_count(file: Path) -> int:
+    if file.suffix != ".py":
+        return 0
+    try:
+        importers = PROCESS_PROJECT.importers(file)
+    except (OSError, RuntimeError, ValueError):
+        return 0
+    return len(importers) if importers is not None else MAX_IMPORTERS + 1
 
 
 def _check_one(job):

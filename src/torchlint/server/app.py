@@ -17,6 +17,7 @@ from torchlint.server.protocol import Protocol
 from torchlint.server.scheduler import Scheduler
 from torchlint.server.settings import Overrides, SettingsStore, for_document
 from torchlint.server.state import Documents, Key, is_python, locked
+from torchlint.static.project import PROCESS_PROJECT
 
 CONFIG_NAMES = ("pyproject.toml", "torchlint.toml")
 WATCHED = ("**/pyproject.toml", "**/torchlint.toml", "**/*.py")
@@ -98,6 +99,7 @@ class TorchlintServer(LanguageServer):
 
     def files_changed(self, paths: list[Path]) -> None:
         """Config files reload the settings (every document is checked again); modules re-check their importers."""
+        PROCESS_PROJECT.forget_layout()
         if any(path.name in CONFIG_NAMES for path in paths):
             self.store.reload()
             self.check_all()

@@ -166,6 +166,8 @@ def _walk(module, path, source, options, file, handlers) -> FileContext:
                           call_sites=callsites.CallSites(path, seeded), param_facts=facts,
                           grad_off_functions=quiet, deps=dict(deps))
         Walker(ctx, handlers).run(module)
+        if file is not None and not facts and not quiet:  # the walk a summary would make: reused
+            PROCESS_PROJECT.note_calls(file, ctx.call_sites.foreign, ctx.deps)
         facts, quiet = ctx.call_sites.facts(), ctx.call_sites.grad_off()
         now = callsites.signature(facts, quiet)
         if now == seen:

@@ -70,7 +70,8 @@ def _imported(file: Path, data: bytes, resolve: Resolve) -> set[Path]:
         base = module.decode("ascii", "replace") or None
         target = resolve(file, base, level)
         _add(found, target)
-        if target is None or target.name == "__init__.py":  # `from pkg import submodule`
+        if (target is None and base is None) or (target is not None and target.name == "__init__.py"):
+            # `from . import submodule`, `from pkg import submodule` (not `from torch import nn`)
             for name in _NAME.findall(names):
                 if name != b"as":
                     sub = f"{base}.{name.decode('ascii', 'replace')}" if base else name.decode("ascii", "replace")

@@ -94,9 +94,29 @@ class Project:
     latest: dict[str, Summary] = field(default_factory=dict)  # path -> its newest summary
     loader_files: dict[str, list[Path]] = field(default_factory=dict)  # root -> files that mention DataLoader
     imports: dict[str, ImportIndex] = field(default_factory=dict)  # root -> who imports which module
+    resolved: dict[tuple, Path | None] = field(default_factory=dict)  # (folder, module, level) -> file
+    # path -> (size, mtime) and the calls it makes to other modules, from its own check in this process
+    calls_seen: OrderedDict[str, tuple[tuple[int, int], dict, dict]] = field(default_factory=OrderedDict)
+
+    def forget_layout(self) -> None:
+        """Files were added, removed or edited (a long-lived process: the language server): import
+        resolutions and the reverse-import and DataLoader indexes are built again when next asked."""
+        self.resolved.clear()
+        self.imports.clear()
+        self.loader_files.clear()
 
     def resolve(self, importer: Path, module: str | None, level: int) -> Path | None:
-        """The project file that `from <level dots><module> import ...` in ``importer`` names."""
+        """The project file that `from <level dots><module> import ...` in ``importer`` names
+        (the answer depends on the importer's folder only: cached per folder)."""
+        key = (os.path.abspath(importer.parent), module, level)
+        found = self.resolved.get(key, False)
+        if found is False:
+            if len(self.resolved) > 100_000:
+                self.resolved.clear()
+            found = self.resolved[key] = self._resolve(importer, module, level)
+        return found
+
+    def _resolve(self, importer: Path, module: str | None, level: int) -> Path | None:
         parts = module.split(".") if module else []
         if level:
             base = importer.resolve().parent
@@ -229,6 +249,36 @@ class Project:
             frontier = following
         return None
 
+    def note_calls(self, file: Path, calls_out: dict, deps: dict[str, str]) -> None:
+        """The calls a checked file makes to other modules (from a walk without parameter facts, the
+        one its summary would make): its importees' checks read them instead of summarising it."""
+        try:
+            stat = file.stat()
+            key = str(file.resolve())
+        except (OSError, RuntimeError):
+            return
+        self.calls_seen[key] = ((stat.st_size, stat.st_mtime_ns), calls_out, dict(deps))
+        self.calls_seen.move_to_end(key)
+        while len(self.calls_seen) > 4 * MAX_SUMMARIES:
+            self.calls_seen.popitem(last=False)
+
+    def _calls_out(self, path: Path, data: bytes, deps: dict[str, str]) -> dict | None:
+        """What the project file ``path`` (content ``data``) passes to other modules' functions."""
+        try:
+            stat = path.stat()
+        except OSError:
+            return None
+        seen = self.calls_seen.get(str(path))
+        if seen is not None and seen[0] == (stat.st_size, stat.st_mtime_ns):
+            deps.update(seen[2])
+            deps[str(path)] = content_key(data)
+            return seen[1]
+        summary = self.summary(path)
+        if summary is None:
+            return None
+        deps.update(summary.deps)
+        return summary.calls_out
+
     def callers_of(self, file: Path, names: list[str], deps: dict[str, str]) -> dict[str, list] | None:
         """The calls other project files make to the functions and methods ``file`` defines, by
         qualified name (callsites.Record); None when they cannot all be seen (too many importers).
@@ -248,11 +298,10 @@ class Project:
                 continue
             if not any(needle in data for needle in needles):
                 continue
-            summary = self.summary(path)
-            if summary is None:
+            calls_out = self._calls_out(path, data, deps)
+            if calls_out is None:
                 return None  # a caller we cannot read: its calls are unknown
-            deps.update(summary.deps)
-            for qualname, records in summary.calls_out.get(str(module), {}).items():
+            for qualname, records in calls_out.get(str(module), {}).items():
                 found.setdefault(qualname, []).extend(records)
         return found
 
