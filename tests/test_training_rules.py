@@ -80,6 +80,23 @@ CASES = {
         layer = nn.Linear(2, 2)
         nn.init.zeros_(layer.bias)
         """, set()),
+    "in-place edit of a slice of a model's weight outside no_grad": ("""
+        import torch
+        def edit(model, rows, delta):
+            model.eval()
+            for i, row in enumerate(rows):
+                model.encoder.layer[i].dense.weight[:, row] -= delta
+                model.head.bias[row].add_(delta)
+        """, {("TL202", 6), ("TL202", 7)}),
+    "clean: slices edited under no_grad, through .data, or of a frozen weight": ("""
+        import torch
+        def edit(model, rows, delta):
+            with torch.no_grad():
+                model.encoder.dense.weight[:, rows] -= delta
+            model.encoder.dense.weight.data[:, rows] += delta
+            frozen = model.head.weight.requires_grad_(False)
+            frozen[rows] *= 0.5
+        """, set()),
     # TL203
     "in-place on a tanh module output in forward": ("""
         import torch.nn as nn

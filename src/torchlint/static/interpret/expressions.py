@@ -69,6 +69,8 @@ class Expressions:
             if isinstance(element.slice, cst.Index):
                 index = self.expr(element.slice.value)
                 selected = selected or (isinstance(node.value, cst.Name) and node.value.value in index.checks)
+        if base.kind == "param":
+            return base.but(qual="view", node=node)  # `w[:, j]`: a view of the parameter, still its leaf's
         if base.kind or base.op == "const":
             return NOTHING
         if base is NOTHING:

@@ -39,9 +39,10 @@ class InplaceOnLeaf(Rule):
         value = ctx.value(target)
         if value.kind != "param" or value.tracked is False:
             return  # through `.data` / `requires_grad_(False)`: autograd does not track it
-        what = "a requires_grad leaf" if value.qual == "leaf" else "a parameter"
+        what = {"leaf": "a requires_grad leaf", "view": "a slice of a parameter"}.get(value.qual, "a parameter")
+        error = "a view of a leaf Variable" if value.qual == "view" else "a leaf Variable"
         ctx.report(
             self.info, node,
-            f"`{ctx.code(node)}`: {op} modifies {what} in place outside torch.no_grad(): \"a leaf Variable "
+            f"`{ctx.code(node)}`: {op} modifies {what} in place outside torch.no_grad(): \"{error} "
             "that requires grad is being used in an in-place operation\". Wrap it in `with torch.no_grad():`",
         )
