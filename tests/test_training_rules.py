@@ -96,6 +96,13 @@ CASES = {
             model.encoder.dense.weight.data[:, rows] += delta
             frozen = model.head.weight.requires_grad_(False)
             frozen[rows] *= 0.5
+        class Counter(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.steps = torch.nn.Parameter(torch.zeros(1), requires_grad=False)
+            def forward(self, x):
+                self.steps.add_(1)
+                return x
         """, set()),
     # TL203
     "in-place on a tanh module output in forward": ("""
@@ -109,6 +116,46 @@ CASES = {
                 y.mul_(3)
                 return y
         """, {("TL203", 9)}),
+    "in-place layers on outputs their op's backward reads, built in-place or switched later": ("""
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+        class Block(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(4, 4)
+                self.drop = nn.Dropout(0.1, True)
+                self.act = nn.ReLU()
+                self.leaky = nn.LeakyReLU(0.2)
+                for m in self.modules():
+                    if isinstance(m, nn.LeakyReLU):
+                        m.inplace = True
+            def forward(self, x):
+                h = self.drop(torch.sigmoid(self.fc(x)))
+                g = self.act(self.fc(x))
+                g = self.leaky(g)
+                return h + F.dropout(torch.tanh(g), 0.1, inplace=True)
+        """, {("TL203", 16), ("TL203", 18), ("TL203", 19)}),
+    "clean: in-place layers after conv/bn/linear, out-of-place layers, no_grad": ("""
+        import torch
+        import torch.nn as nn
+        class Block(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(4, 4)
+                self.bn = nn.BatchNorm1d(4)
+                self.relu = nn.ReLU(inplace=True)
+                self.drop = nn.Dropout(0.1)
+                for m in self.modules():
+                    if isinstance(m, nn.ReLU):
+                        m.inplace = True
+            def forward(self, x):
+                h = self.relu(self.bn(self.fc(x)))
+                g = self.drop(torch.sigmoid(self.fc(x)))
+                with torch.no_grad():
+                    k = self.relu(torch.tanh(x))
+                return h + g + k
+        """, set()),
     "clean: a copy of a sigmoid output; optimizer-state math": ("""
         import torch
         def route(scores, idx):

@@ -183,7 +183,8 @@ class Calls:
                 result = result.but(tracked=False)  # numpy / math: no autograd history
             return result
         if qual == "torch.nn.Parameter":
-            return Value(kind="param", tracked=True)
+            frozen = info.param(1, "requires_grad")
+            return Value(kind="param", tracked=not (isinstance(frozen, cst.Name) and frozen.value == "False"))
         if qual.startswith("torch.nn.") and qual.rsplit(".", 1)[-1][:1].isupper() and not qual.startswith("torch.nn.init"):
             return Value(kind="module", qual=module_qual(qual), items=tuple(values), node=node)
         if qual in ("argparse.Namespace", "argparse.ArgumentParser"):

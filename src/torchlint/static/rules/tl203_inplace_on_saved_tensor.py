@@ -26,6 +26,40 @@ def _recorded(ctx: FileContext, node, value) -> bool:
                any(getattr(e, "name", "") == "backward" for e in body.walk()) for body in ctx.functions)
 
 
+# nn layers that can overwrite their input: the position of `inplace` in their constructor
+INPLACE_LAYERS = {"ReLU": 0, "ReLU6": 0, "SELU": 0, "SiLU": 0, "Mish": 0, "Hardswish": 0, "Hardsigmoid": 0,
+                  "LeakyReLU": 1, "ELU": 1, "CELU": 1, "Dropout": 1, "Dropout1d": 1, "Dropout2d": 1,
+                  "Dropout3d": 1, "AlphaDropout": 1, "Hardtanh": 2, "Threshold": 2}
+INPLACE_FUNCTIONS = frozenset({"relu", "relu6", "leaky_relu", "elu", "selu", "celu", "silu", "mish", "hardtanh",
+                               "hardswish", "hardsigmoid", "dropout", "dropout1d", "dropout2d", "dropout3d",
+                               "alpha_dropout", "threshold"})
+
+
+def _true(node) -> bool:
+    return isinstance(node, cst.Name) and node.value == "True"
+
+
+def _inplace_layer(ctx: FileContext, call: CallInfo) -> bool:
+    """`nn.ReLU(inplace=True)(x)`, `self.drop(x)` with `self.drop = nn.Dropout(p, True)`, `F.relu(x, inplace=True)`."""
+    if call.form == "function":
+        module, _, name = (call.qual or "").rpartition(".")
+        return module == "torch.nn.functional" and name in INPLACE_FUNCTIONS and _true(call.kwargs.get("inplace"))
+    callee = call.callee
+    if callee is None or callee.kind != "module" or not isinstance(callee.node, cst.Call):
+        return False
+    layer = (callee.qual or "").rsplit(".", 1)[-1]
+    position = INPLACE_LAYERS.get(layer)
+    if position is None:
+        return False
+    if layer in _flipped(ctx):
+        return True
+    built = callee.node
+    for index, arg in enumerate(built.args):
+        if (arg.keyword is not None and arg.keyword.value == "inplace") or (arg.keyword is None and index == position):
+            return _true(arg.value)
+    return False
+
+
 class InplaceOnSavedTensor(Rule):
     info = RuleInfo(
         "TL203", "inplace-on-saved-tensor", "error",
@@ -34,8 +68,12 @@ class InplaceOnSavedTensor(Rule):
     )
 
     def on_call(self, ctx: FileContext, call: CallInfo) -> None:
-        if is_inplace_method(call) and not call.scope.no_grad:
+        if call.scope.no_grad:
+            return
+        if is_inplace_method(call):
             self._check(ctx, call.node, call.receiver, f"`.{call.name}()`")
+        elif call.args and _inplace_layer(ctx, call):
+            self._check(ctx, call.node, call.args[0], f"`{ctx.code(call.node.func, 30)}` (in place)")
 
     def on_augassign(self, ctx: FileContext, node: cst.AugAssign) -> None:
         if not ctx.scope_of(node).no_grad:
@@ -54,3 +92,51 @@ class InplaceOnSavedTensor(Rule):
             f"{value.op}'s backward reads: backward fails with \"modified by an inplace operation\". Use the "
             "out-of-place form",
         )
+
+
+def _flipped(ctx: FileContext) -> frozenset[str]:
+    """Layer types the file switches to in-place after construction: `m.inplace = True` for the `m` of
+    a loop over `.modules()` (all such layers, or those its `isinstance` tests name)."""
+    found = ctx.memo.get("tl203.flipped")
+    if found is None:
+        names: set[str] = set()
+        for loop in _module_loops(ctx):
+            target = loop.target.value
+            if any(_sets_inplace(node, target) for node in _walk(loop.body)):
+                tested = {n for node in _walk(loop.body) for n in _isinstance_names(node, target)}
+                names |= (tested & INPLACE_LAYERS.keys()) or set(INPLACE_LAYERS)
+        found = ctx.memo["tl203.flipped"] = frozenset(names)
+    return found
+
+
+def _walk(node):
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(current.children)
+
+
+def _module_loops(ctx: FileContext):
+    if "inplace" not in ctx.source:
+        return
+    for node in _walk(ctx.module):
+        if isinstance(node, cst.For) and isinstance(node.target, cst.Name) and isinstance(node.iter, cst.Call) \
+                and isinstance(node.iter.func, cst.Attribute) and node.iter.func.attr.value == "modules":
+            yield node
+
+
+def _sets_inplace(node, target: str) -> bool:
+    return isinstance(node, cst.Assign) and _true(node.value) and any(
+        isinstance(t.target, cst.Attribute) and t.target.attr.value == "inplace" and
+        isinstance(t.target.value, cst.Name) and t.target.value.value == target for t in node.targets)
+
+
+def _isinstance_names(node, target: str) -> list[str]:
+    if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "isinstance"
+            and len(node.args) == 2 and isinstance(node.args[0].value, cst.Name) and
+            node.args[0].value.value == target):
+        return []
+    kinds = node.args[1].value
+    elements = [e.value for e in kinds.elements] if isinstance(kinds, cst.Tuple) else [kinds]
+    return [e.attr.value if isinstance(e, cst.Attribute) else getattr(e, "value", "") for e in elements]
