@@ -525,11 +525,76 @@ def train(loader):
 """
 
 
+HALF_TRAIN = """
+import torch
+
+from model import Attention
+
+
+def evaluate(loader):
+    model = Attention(64).cuda()
+    for x, mask in loader:
+        print(model(x, mask).float().mean())
+"""
+
+
 def test_a_fill_beyond_float16_in_a_model_the_training_script_autocasts(tmp_path):
     root = make(tmp_path, {"model.py": ATTENTION, "train.py": AMP_TRAIN})
     findings = [f for f in check_paths([root]) if f.code == "TL121"]
     assert [(Path(f.path).name, f.line) for f in findings] == [("model.py", 13)]
-    assert [(Path(r.path).name, r.line) for r in findings[0].related] == [("train.py", 10)]
+    assert "in float16" in findings[0].message  # forward only ever runs inside train.py's autocast
+    # the model made .half() where another module builds it: that place is named
+    half = HALF_TRAIN.replace("Attention(64)", "Attention(64).half()")
+    findings = [f for f in check_paths([make(tmp_path, {"train.py": half})]) if f.code == "TL121"]
+    assert [(Path(f.path).name, f.line) for f in findings] == [("model.py", 13)]
+    assert [(Path(r.path).name, r.line) for r in findings[0].related] == [("train.py", 8)]
+    findings = [f for f in check_paths([make(tmp_path, {"train.py": HALF_TRAIN})]) if f.code == "TL121"]
+    assert findings == []
     bf16 = AMP_TRAIN.replace('scaler = torch.amp.GradScaler("cuda")', "scaler = None").replace(
         "torch.float16", "torch.bfloat16")
     assert [f for f in check_paths([make(tmp_path, {"train.py": bf16})]) if f.code == "TL121"] == []
+
+
+MASK_LOSS = """
+import torch.nn as nn
+
+
+class MaskLoss(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.bce = nn.BCELoss()
+        self.logits_bce = nn.BCEWithLogitsLoss()
+
+    def forward(self, pred, mask):
+        return self.bce(pred, mask)
+
+    def from_logits(self, logits, mask):
+        return self.logits_bce(logits, mask)
+"""
+
+AUTOCAST_LOOP = """
+import torch
+
+from losses import MaskLoss
+
+
+def train(model, loader, optimizer):
+    criterion = MaskLoss()
+    scaler = torch.cuda.amp.GradScaler()
+    for x, mask in loader:
+        optimizer.zero_grad()
+        with torch.cuda.amp.autocast():
+            logits = model(x)
+            loss = criterion(torch.sigmoid(logits), mask) + criterion.from_logits(logits, mask)
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+"""
+
+
+def test_a_loss_module_only_called_under_a_float16_autocast_in_another_module(tmp_path):
+    root = make(tmp_path, {"losses.py": MASK_LOSS, "train.py": AUTOCAST_LOOP})
+    assert found(root) == [("losses.py", "TL103", 12)]
+    outside = AUTOCAST_LOOP.replace(
+        "            loss = criterion(", "        loss = criterion(")  # the loss after the autocast region
+    assert found(make(tmp_path, {"train.py": outside})) == []

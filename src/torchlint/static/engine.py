@@ -156,20 +156,21 @@ def _walk(module, path, source, options, file, handlers) -> FileContext:
     seeded = _foreign_calls(module, file, deps)
     facts: dict = {}
     quiet: frozenset[int] = frozenset()
+    fp16: frozenset[int] = frozenset()
     if seeded:
         first = callsites.CallSites(path, seeded)
-        facts, quiet = first.facts(), first.grad_off()
-    seen = callsites.signature(facts, quiet)
+        facts, quiet, fp16 = first.facts(), first.grad_off(), first.fp16()
+    seen = callsites.signature(facts, quiet, fp16)
     for _ in range(callsites.MAX_WALKS):
         ctx = FileContext(path=path, source=source, module=module, options=options or {},
                           project=PROCESS_PROJECT if file is not None else None, file=file,
                           call_sites=callsites.CallSites(path, seeded), param_facts=facts,
-                          grad_off_functions=quiet, deps=dict(deps))
+                          grad_off_functions=quiet, fp16_functions=fp16, deps=dict(deps))
         Walker(ctx, handlers).run(module)
-        if file is not None and not facts and not quiet:  # the walk a summary would make: reused
+        if file is not None and not facts and not quiet and not fp16:  # the walk a summary would make: reused
             PROCESS_PROJECT.note_calls(file, ctx.call_sites.foreign, ctx.deps)
-        facts, quiet = ctx.call_sites.facts(), ctx.call_sites.grad_off()
-        now = callsites.signature(facts, quiet)
+        facts, quiet, fp16 = ctx.call_sites.facts(), ctx.call_sites.grad_off(), ctx.call_sites.fp16()
+        now = callsites.signature(facts, quiet, fp16)
         if now == seen:
             break
         seen = now

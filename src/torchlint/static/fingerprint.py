@@ -46,9 +46,9 @@ def calls_fingerprint(calls_out: dict) -> str:
     """What a module passes to other modules' functions (callsites.Record per qualified name)."""
     return _digest(";".join(
         f"{module}:{qualname}:" + "|".join(
-            f"{bound}{star}{no_grad}:{','.join(_render(a, 2, set()) for a in args)}:"
+            f"{bound}{star}{modes}:{','.join(_render(a, 2, set()) for a in args)}:"
             f"{','.join(f'{k}={_render(v, 2, set())}' for k, v in sorted(kwargs.items()))}"
-            for bound, args, kwargs, star, no_grad in records)
+            for bound, args, kwargs, star, *modes in records)
         for module, functions in sorted(calls_out.items()) for qualname, records in sorted(functions.items())))
 
 

@@ -75,7 +75,7 @@ class Calls:
                 star = True
         if info.form == "local" and ctx.call_sites is not None:
             ctx.call_sites.record(info.callee, isinstance(func, cst.Attribute), values, keywords, star,
-                                  self.scope.no_grad)
+                                  self.scope.no_grad, self.fp16 > 0)
 
         if info.qual in ops.FEATURE_CALLS or _is_layer(info.callee):
             _mark_features(ctx, values)

@@ -24,7 +24,7 @@ from torchlint.static.interpret.scopes import Body
 MAX_WALKS = 3  # the first walk and at most two re-walks with parameter facts
 
 
-Record = tuple  # (bound, args: tuple[Value, ...], kwargs: dict[str, Value], star, no_grad)
+Record = tuple  # (bound, args: tuple[Value, ...], kwargs: dict[str, Value], star, no_grad, fp16)
 
 
 class CallSites:
@@ -42,7 +42,7 @@ class CallSites:
         self.here = here
 
     def record(self, callee: Value, bound: bool, args: list[Value], kwargs: dict[str, Value],
-               star: bool, no_grad: bool = False) -> None:
+               star: bool, no_grad: bool = False, fp16: bool = False) -> None:
         target = callee
         if callee.kind == "class" and callee.cls is not None:
             target, bound = callee.cls.methods.get("__init__", NOTHING), True
@@ -54,7 +54,7 @@ class CallSites:
         node = target.body.node
         if not isinstance(node, cst.FunctionDef):
             return
-        record = (bound, tuple(args), dict(kwargs), star, no_grad)
+        record = (bound, tuple(args), dict(kwargs), star, no_grad, fp16)
         origin = target.body.origin
         if origin and self.here and origin != self.here:
             if target.body.qualname:
@@ -71,7 +71,7 @@ class CallSites:
             named = {p.name.value for p in params_of(params)}
             defaults = {p.name.value: d for p in params_of(params) if (d := float_default(p)) is not None}
             joined: dict[str, Value] = {}
-            for index, (bound, args, kwargs, star, _no_grad) in enumerate(calls):
+            for index, (bound, args, kwargs, star, *_modes) in enumerate(calls):
                 names = positional[1:] if bound else positional
                 passed: dict[str, Value] = {}
                 if not star:
@@ -96,7 +96,7 @@ class CallSites:
         params = node.params
         positional = [p.name.value for p in (*params.posonly_params, *params.params)]
         found = []
-        for bound, args, kwargs, star, _no_grad in entry[1]:
+        for bound, args, kwargs, star, *_modes in entry[1]:
             names = positional[1:] if bound else positional
             value = kwargs.get(name)
             if value is None and not star and name in names and names.index(name) < len(args):
@@ -108,6 +108,11 @@ class CallSites:
     def grad_off(self) -> frozenset[int]:
         """Functions every recorded call of which runs with grad mode off (`@torch.no_grad()` callers)."""
         return frozenset(key for key, (_node, calls) in self.calls.items() if all(call[4] for call in calls))
+
+    def fp16(self) -> frozenset[int]:
+        """Functions every recorded call of which runs under a float16 autocast (a loss module called
+        inside the training loop's `with torch.autocast(...)`)."""
+        return frozenset(key for key, (_node, calls) in self.calls.items() if all(call[5] for call in calls))
 
 
 def informative(value: Value) -> bool:
@@ -125,9 +130,10 @@ def informative(value: Value) -> bool:
     return True
 
 
-def signature(facts: dict[int, dict[str, Value]], grad_off: frozenset[int] = frozenset()) -> Any:
+def signature(facts: dict[int, dict[str, Value]], grad_off: frozenset[int] = frozenset(),
+              fp16: frozenset[int] = frozenset()) -> Any:
     """A cheap comparable form of the facts: did a re-walk learn anything new?"""
-    return sorted(grad_off), sorted(
+    return sorted(grad_off), sorted(fp16), sorted(
         (key, name, v.kind, v.op, v.prob, v.zero, v.tracked, v.lo, v.hi, v.qual, id(v.cls), v.desc,
          v.rng is not None)
         for key, params in facts.items() for name, v in params.items())

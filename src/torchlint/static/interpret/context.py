@@ -97,6 +97,7 @@ class FileContext:
     call_sites: Any = None  # callsites.CallSites: arguments of the calls to the file's own functions
     param_facts: dict[int, dict[str, Value]] = field(default_factory=dict)  # from the previous walk
     grad_off_functions: frozenset[int] = frozenset()  # functions only ever called with grad off
+    fp16_functions: frozenset[int] = frozenset()  # functions only ever called under a float16 autocast
     features: set[int] = field(default_factory=set)  # value nodes fed to a layer or concatenated into features
     # call id -> (its statement line, whether it is alone in its block): for fixes that remove a call
 

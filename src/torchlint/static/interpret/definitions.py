@@ -80,10 +80,12 @@ class Definitions:
             no_grad = True
         if id(node) in self.ctx.grad_off_functions:
             no_grad = True  # every call of it in this file runs with grad mode off
+        if id(node) in self.ctx.fp16_functions:
+            fp16 = 1  # every call of it runs under a float16 autocast
         body.scope = Scope(no_grad=no_grad or self.scope.no_grad, function=name,
                            debug=self.scope.debug or "debug" in name.lower(),
                            init=self.scope.init or name in INIT_FUNCTIONS or name in self.applied,
-                           cond=self.scope.cond)
+                           cond=self.scope.cond, fp16=bool(fp16) or self.fp16 > 0)
         for param in params_of(node.params):
             if param.default is not None:
                 self.expr(param.default)

@@ -31,6 +31,7 @@ class Scope:
     init: bool = False  # model construction: __init__, reset_parameters, a function given to .apply()
     cond: tuple[tuple[str, bool], ...] = ()  # the flags this code runs under (`if use_amp:` -> ("use_amp", True))
     guarded: bool = False  # under an if/try/except inside the innermost loop: not run every iteration
+    fp16: bool = False  # inside a float16 autocast region (or a function only ever called in one)
     # The tests of the ifs this code runs under, from the start of its function, with the value each
     # has here: `if (i + 1) % k == 0:` -> (test, True); after `if n < k: continue` -> (test, False).
     gates: tuple[tuple[Any, bool], ...] = ()

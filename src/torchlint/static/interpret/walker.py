@@ -347,6 +347,8 @@ class Walker(Definitions, Expressions, Calls):
         outer_scope = self.scope
         if no_grad and not outer_scope.no_grad:
             self.scope = replace(outer_scope, no_grad=True)
+        if fp16 and not self.scope.fp16:
+            self.scope = replace(self.scope, fp16=True)
         try:
             self.body(node)
         finally:

@@ -20,7 +20,17 @@ class BceOnProbabilities(Rule):
             return
         prediction = loss_input(call)
         value = ctx.value(prediction)
-        if prediction is None or value.op != "sigmoid":
+        if prediction is None:
+            return
+        if call.scope.fp16 and not call.scope.no_grad:
+            where = "BCELoss" if call.form == "module" else "binary_cross_entropy"
+            ctx.report(self.info, call.node, f"`{ctx.code(call.node)}` runs under a float16 autocast, where {where} "
+                       "refuses to run (\"unsafe to autocast\": a RuntimeError on CUDA). Give the logits to "
+                       "binary_cross_entropy_with_logits / BCEWithLogitsLoss, or compute the loss outside the "
+                       "autocast region in float32", related=made_at(ctx, prediction, "the sigmoid is applied here")
+                       if value.op == "sigmoid" else ())
+            return
+        if value.op != "sigmoid":
             return
         if ctx.option(self.info, "mode") == "local" and not _same_function(ctx, call, value.node):
             return  # a model whose forward ends in a sigmoid: its output is part of its interface
