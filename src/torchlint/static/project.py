@@ -24,7 +24,6 @@ import libcst as cst
 
 from torchlint.source import SourceError, decode_source
 from torchlint.static.cache import content_key
-from torchlint.static.importers import ImportIndex
 from torchlint.static.facts.values import NOTHING, Value
 from torchlint.static.fingerprint import (
     CALLS_KEY,
@@ -36,6 +35,7 @@ from torchlint.static.fingerprint import (
     name_fingerprints,
     saves_fingerprint,
 )
+from torchlint.static.importers import ImportIndex
 
 ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")
 MAX_MODULE_BYTES = 2_000_000  # generated files are not summarised
@@ -259,7 +259,7 @@ class Project:
             return
         self.calls_seen[key] = ((stat.st_size, stat.st_mtime_ns), calls_out, dict(deps))
         self.calls_seen.move_to_end(key)
-        while len(self.calls_seen) > 4 * MAX_SUMMARIES:
+        while len(self.calls_seen) > MAX_SUMMARIES:
             self.calls_seen.popitem(last=False)
 
     def _calls_out(self, path: Path, data: bytes, deps: dict[str, str]) -> dict | None:
