@@ -4,8 +4,9 @@ Each project file is read once per process and its `import` / `from ... import` 
 resolved to project files (a regular expression over the text, no parse). A module's importers are
 the files that import it directly, or import the package whose `__init__.py` re-exports it. The
 answer is used to find the calls other files make to a module's functions, so it errs towards
-"unknown": a module imported by more than ``MAX_IMPORTERS`` files is treated as a library whose
-callers cannot all be seen.
+"unknown": a module imported by more than ``MAX_IMPORTERS`` files, or any module of a project with
+more than ``MAX_PROJECT_FILES`` Python files, is treated as library code whose callers cannot all be
+seen (and reading them all would cost more than the check itself).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 MAX_IMPORTERS = 16
+MAX_PROJECT_FILES = 500  # past this (a library such as torch itself) callers in other modules are not read
 MAX_FILE_BYTES = 2_000_000
 
 _IMPORT = re.compile(
@@ -30,7 +32,8 @@ class ImportIndex:
 
     def __init__(self, files: list[Path], resolve: Resolve) -> None:
         self.importers: dict[str, set[str]] = {}
-        for file in files:
+        self.too_big = len(files) > MAX_PROJECT_FILES
+        for file in [] if self.too_big else files:
             try:
                 if file.stat().st_size > MAX_FILE_BYTES:
                     continue
@@ -46,6 +49,8 @@ class ImportIndex:
     def of(self, module: Path) -> list[str] | None:
         """The files importing ``module`` (through one package `__init__.py` too); None when more than
         ``MAX_IMPORTERS`` do (a library-like module: its callers are not all here)."""
+        if self.too_big:
+            return None
         direct = self.importers.get(str(module), set())
         found = set(direct)
         for importer in direct:

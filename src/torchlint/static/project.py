@@ -259,7 +259,7 @@ class Project:
             return
         self.calls_seen[key] = ((stat.st_size, stat.st_mtime_ns), calls_out, dict(deps))
         self.calls_seen.move_to_end(key)
-        while len(self.calls_seen) > MAX_SUMMARIES:
+        while len(self.calls_seen) > 2 * MAX_SUMMARIES:
             self.calls_seen.popitem(last=False)
 
     def _calls_out(self, path: Path, data: bytes, deps: dict[str, str]) -> dict | None:
