@@ -158,8 +158,7 @@ def _walk(module, path, source, options, file, handlers) -> FileContext:
     quiet: frozenset[int] = frozenset()
     fp16: frozenset[int] = frozenset()
     if seeded:
-        first = callsites.CallSites(path, seeded)
-        facts, quiet, fp16 = first.facts(), first.grad_off(), first.fp16()
+        facts, quiet, fp16 = callsites.CallSites(path, seeded).learned()
     seen = callsites.signature(facts, quiet, fp16)
     for _ in range(callsites.MAX_WALKS):
         ctx = FileContext(path=path, source=source, module=module, options=options or {},
@@ -169,7 +168,7 @@ def _walk(module, path, source, options, file, handlers) -> FileContext:
         Walker(ctx, handlers).run(module)
         if file is not None and not facts and not quiet and not fp16:  # the walk a summary would make: reused
             PROCESS_PROJECT.note_calls(file, ctx.call_sites.foreign, ctx.deps)
-        facts, quiet, fp16 = ctx.call_sites.facts(), ctx.call_sites.grad_off(), ctx.call_sites.fp16()
+        facts, quiet, fp16 = ctx.call_sites.learned()
         now = callsites.signature(facts, quiet, fp16)
         if now == seen:
             break

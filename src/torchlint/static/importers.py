@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from functools import lru_cache
 from pathlib import Path
 
 MAX_IMPORTERS = 16
@@ -86,7 +87,13 @@ def _imported(file: Path, data: bytes, resolve: Resolve) -> set[Path]:
 
 def _add(found: set[Path], target: Path | None) -> None:
     if target is not None:
-        try:
-            found.add(target.resolve())
-        except (OSError, RuntimeError):  # a symlink loop
-            pass
+        found.add(Path(resolved(str(target))))
+
+
+@lru_cache(maxsize=4096)
+def resolved(path: str) -> str:
+    """The absolute, symlink-free form of a path (the path itself inside a symlink loop)."""
+    try:
+        return str(Path(path).resolve()) if path else ""
+    except (OSError, RuntimeError):
+        return path

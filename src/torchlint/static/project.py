@@ -35,7 +35,7 @@ from torchlint.static.fingerprint import (
     name_fingerprints,
     saves_fingerprint,
 )
-from torchlint.static.importers import ImportIndex
+from torchlint.static.importers import ImportIndex, resolved
 
 ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")
 MAX_MODULE_BYTES = 2_000_000  # generated files are not summarised
@@ -216,7 +216,7 @@ class Project:
                 continue
             deps.update(summary.deps)  # a change there (num_workers, worker_init_fn) re-checks ``file``
             for use in summary.loaders:
-                if any((_resolved(info.module), info.name) == target for cls in use.datasets for info in cls.lineage()):
+                if any((resolved(info.module), info.name) == target for cls in use.datasets for info in cls.lineage()):
                     found.append(use)
         return found
 
@@ -254,9 +254,9 @@ class Project:
         one its summary would make): its importees' checks read them instead of summarising it."""
         try:
             stat = file.stat()
-            key = str(file.resolve())
-        except (OSError, RuntimeError):
+        except OSError:
             return
+        key = resolved(str(file))
         self.calls_seen[key] = ((stat.st_size, stat.st_mtime_ns), calls_out, dict(deps))
         self.calls_seen.move_to_end(key)
         while len(self.calls_seen) > 2 * MAX_SUMMARIES:
@@ -374,11 +374,6 @@ def _python_files(root: Path) -> list[Path]:
         if len(found) >= MAX_PROJECT_FILES:
             return found[:MAX_PROJECT_FILES]
     return found
-
-
-@lru_cache(maxsize=4096)
-def _resolved(path: str) -> str:
-    return str(Path(path).resolve()) if path else ""
 
 
 def _module_file(base: Path, parts: list[str]) -> Path | None:

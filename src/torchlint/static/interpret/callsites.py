@@ -11,13 +11,12 @@ the file is walked again with the facts bound; a second round follows chains one
 
 from __future__ import annotations
 
-from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
 import libcst as cst
 
 from torchlint.static.facts.values import NOTHING, Value, join
+from torchlint.static.importers import resolved
 from torchlint.static.interpret.frames import float_default, params_of
 from torchlint.static.interpret.scopes import Body
 
@@ -107,12 +106,19 @@ class CallSites:
 
     def grad_off(self) -> frozenset[int]:
         """Functions every recorded call of which runs with grad mode off (`@torch.no_grad()` callers)."""
-        return frozenset(key for key, (_node, calls) in self.calls.items() if all(call[4] for call in calls))
+        return self._always(4)
 
     def fp16(self) -> frozenset[int]:
         """Functions every recorded call of which runs under a float16 autocast (a loss module called
         inside the training loop's `with torch.autocast(...)`)."""
-        return frozenset(key for key, (_node, calls) in self.calls.items() if all(call[5] for call in calls))
+        return self._always(5)
+
+    def learned(self) -> tuple[dict[int, dict[str, Value]], frozenset[int], frozenset[int]]:
+        """(parameter facts, grad-off functions, float16 functions): what a re-walk binds."""
+        return self.facts(), self.grad_off(), self.fp16()
+
+    def _always(self, mode: int) -> frozenset[int]:
+        return frozenset(key for key, (_node, calls) in self.calls.items() if all(call[mode] for call in calls))
 
 
 def informative(value: Value) -> bool:
@@ -137,15 +143,6 @@ def signature(facts: dict[int, dict[str, Value]], grad_off: frozenset[int] = fro
         (key, name, v.kind, v.op, v.prob, v.zero, v.tracked, v.lo, v.hi, v.qual, id(v.cls), v.desc,
          v.rng is not None)
         for key, params in facts.items() for name, v in params.items())
-
-
-@lru_cache(maxsize=4096)
-def resolved(path: str) -> str:
-    """The absolute form of a path, the key of a module in ``CallSites.foreign``."""
-    try:
-        return str(Path(path).resolve()) if path else ""
-    except (OSError, RuntimeError):  # a symlink loop
-        return path
 
 
 def qualified_functions(module: cst.Module) -> dict[str, cst.FunctionDef]:

@@ -22,8 +22,8 @@ class BceOnProbabilities(Rule):
         value = ctx.value(prediction)
         if prediction is None:
             return
+        where = "BCELoss" if call.form == "module" else "binary_cross_entropy"
         if call.scope.fp16 and not call.scope.no_grad:
-            where = "BCELoss" if call.form == "module" else "binary_cross_entropy"
             ctx.report(self.info, call.node, f"`{ctx.code(call.node)}` runs under a float16 autocast, where {where} "
                        "refuses to run (\"unsafe to autocast\": a RuntimeError on CUDA). Give the logits to "
                        "binary_cross_entropy_with_logits / BCEWithLogitsLoss, or compute the loss outside the "
@@ -34,7 +34,6 @@ class BceOnProbabilities(Rule):
             return
         if ctx.option(self.info, "mode") == "local" and not _same_function(ctx, call, value.node):
             return  # a model whose forward ends in a sigmoid: its output is part of its interface
-        where = "BCELoss" if call.form == "module" else "binary_cross_entropy"
         message = (
             f"`{ctx.code(call.node)}`: `{ctx.code(prediction, 40)}` is {value.desc}; {where} on "
             "probabilities saturates at 0/1 (clamped log, vanishing gradient). Pass the logits to "

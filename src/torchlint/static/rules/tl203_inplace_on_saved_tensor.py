@@ -51,8 +51,6 @@ def _inplace_layer(ctx: FileContext, call: CallInfo) -> bool:
     position = INPLACE_LAYERS.get(layer)
     if position is None:
         return False
-    if layer in _flipped(ctx):
-        return True
     built = callee.node
     for index, arg in enumerate(built.args):
         if (arg.keyword is not None and arg.keyword.value == "inplace") or (arg.keyword is None and index == position):
@@ -74,6 +72,17 @@ class InplaceOnSavedTensor(Rule):
             self._check(ctx, call.node, call.receiver, f"`.{call.name}()`")
         elif call.args and _inplace_layer(ctx, call):
             self._check(ctx, call.node, call.args[0], f"`{ctx.code(call.node.func, 30)}` (in place)")
+
+    def on_end(self, ctx: FileContext) -> None:
+        """Layers switched to in-place after construction (`m.inplace = True`): known once every loop is."""
+        flipped = _flipped(ctx)
+        if not flipped:
+            return
+        for call in list(ctx.calls.values()):
+            callee = call.callee
+            if call.args and not call.scope.no_grad and callee is not None and callee.kind == "module" and \
+                    (callee.qual or "").rsplit(".", 1)[-1] in flipped and not _inplace_layer(ctx, call):
+                self._check(ctx, call.node, call.args[0], f"`{ctx.code(call.node.func, 30)}` (in place)")
 
     def on_augassign(self, ctx: FileContext, node: cst.AugAssign) -> None:
         if not ctx.scope_of(node).no_grad:
@@ -118,9 +127,11 @@ def _walk(node):
 
 
 def _module_loops(ctx: FileContext):
+    """The file's `for m in <x>.modules():` loops (from the walker's loop log: no tree walk)."""
     if "inplace" not in ctx.source:
         return
-    for node in _walk(ctx.module):
+    for loop in ctx.loops:
+        node = loop.node
         if isinstance(node, cst.For) and isinstance(node.target, cst.Name) and isinstance(node.iter, cst.Call) \
                 and isinstance(node.iter.func, cst.Attribute) and node.iter.func.attr.value == "modules":
             yield node
