@@ -538,12 +538,12 @@ CASES = {
         head = nn.Linear(4, 4)
         def f(x, temperature):
             return torch.exp(head(x) / temperature)
-        """, {("TL108", 6)}),
+        """, {("TL108", 6)}, ["TL108"]),
     "exp of an einsum": ("""
         import torch
         def f(q, k):
             return torch.einsum("bd,cd->bc", q, k).exp()
-        """, {("TL108", 4)}),
+        """, {("TL108", 4)}, ["TL108"]),
     "clean: exp of shifted logits, of a parameter, of unknown": ("""
         import torch
         import torch.nn as nn
@@ -552,7 +552,7 @@ CASES = {
         def f(x, y):
             z = head(x)
             return torch.exp(z - z.max(dim=-1, keepdim=True).values), torch.exp(log_std), torch.exp(y)
-        """, set()),
+        """, set(), ["TL108"]),
     # --- TL109 large-init ---------------------------------------------------------------------
     "nn.init.uniform_ with a large bound": ("""
         import torch.nn as nn

@@ -610,6 +610,20 @@ CASES = {
         def convert(in_path, out_path):
             torch.save(torch.load(in_path, weights_only=False)["model"], out_path)
         """, {("TL701", 8)}),
+    "a file found by the name pattern the module writes is its own; another pattern is not": ("""
+        import glob
+        import torch
+        def checkpoint(state, folder, step):
+            path = folder + "/{step}--triples_kg.pt"
+            torch.save(state, path.format(step=step))
+            torch.save(state, f"{folder}/{step}-final_weights.pt")
+        def resume(folder):
+            found = glob.glob(folder + "/*--triples_kg.pt")
+            last = torch.load(found[-1], weights_only=False)
+            final = torch.load(glob.glob(f"{folder}/*-final_weights.pt")[0], weights_only=False)
+            other = torch.load(glob.glob(f"{folder}/*-downloaded.pt")[0], weights_only=False)
+            return last, final, other
+        """, {("TL701", 12)}),
     "clean: default zero_grad and load": ("""
         import torch
         def f(model, path):

@@ -231,6 +231,11 @@ class Project:
     def fp16_importer(self, file: Path, deps: dict[str, str], levels: int = 3) -> Path | None:
         """A project file that imports ``file`` (through at most ``levels`` imports) and runs models in
         float16; the files read are recorded in ``deps``."""
+        return self.importer_where(file, deps, lambda summary: summary.fp16 is not None, levels)
+
+    def importer_where(self, file: Path, deps: dict[str, str], test, levels: int = 3) -> Path | None:
+        """The nearest project file importing ``file`` (through at most ``levels`` imports) whose
+        summary passes ``test``; the files read are recorded in ``deps``."""
         frontier, seen = [str(file.resolve())], {str(file.resolve())}
         for _ in range(levels):
             following = []
@@ -243,7 +248,7 @@ class Project:
                     if summary is None:
                         continue
                     deps[importer] = summary.key
-                    if summary.fp16 is not None:
+                    if test(summary):
                         return Path(importer)
                     following.append(importer)
             frontier = following

@@ -63,6 +63,7 @@ class Value:
     grad_off: bool = False  # a function returning torch.no_grad()/inference_mode() or wrapping with it
     squared_distance: bool = False  # a square, or sum of squares, of differences of two values: 0 where they coincide
     rng: RngOrigin | None = None  # the random generator it is (kind "rng") or was built around (an object, a list)
+    alts: tuple[tuple[Any, Value], ...] = ()  # (class, result) per model class a call may run (see `either`)
 
     def __post_init__(self) -> None:
         if self.zero and not self.lo <= 0 <= self.hi:
@@ -116,6 +117,8 @@ def join(a: Value, b: Value) -> Value:
     """Merge two reaching definitions, keeping only what both agree on (precision first)."""
     if a is b or a == b:
         return a
+    if _model(a) and _model(b):
+        return either(a, b)
     if a.kind or b.kind:
         if a.kind == "dict" == b.kind:
             return Value(kind="dict")  # two different dicts: what each holds is not known
@@ -136,6 +139,26 @@ def join(a: Value, b: Value) -> Value:
         eps=min(a.eps, b.eps) if a.eps is not None and b.eps is not None else None,
         squared_distance=a.squared_distance and b.squared_distance,
     )
+
+
+MAX_ALTERNATIVES = 4
+
+
+def _model(value: Value) -> bool:
+    return value.kind == "either" or (value.kind == "instance" and value.cls is not None and value.cls.is_module)
+
+
+def either(a: Value, b: Value) -> Value:
+    """One of several project model classes, chosen by configuration: `model = MLP() if args.mlp else
+    CNN()`. Calling it yields the result every class agrees on, plus each class's own result (`alts`)
+    for rules about a configuration the user can pick; more than MAX_ALTERNATIVES classes is unknown."""
+    alternatives: list[Value] = []
+    for value in (*(a.items if a.kind == "either" else (a,)), *(b.items if b.kind == "either" else (b,))):
+        if all(value.cls is not seen.cls for seen in alternatives):
+            alternatives.append(value)
+    if len(alternatives) > MAX_ALTERNATIVES:
+        return NOTHING
+    return alternatives[0] if len(alternatives) == 1 else Value(kind="either", items=tuple(alternatives))
 
 
 _PARAMETER = Value(tracked=True)

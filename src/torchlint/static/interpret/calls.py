@@ -14,6 +14,7 @@ from torchlint.static.facts.values import (
     RngOrigin,
     Value,
     held_rng,
+    join,
     tracked_of,
 )
 from torchlint.static.interpret import guards
@@ -48,7 +49,7 @@ class Calls:
             if owner_attr is not None:
                 info.form = "local"
                 info.callee = owner_attr
-            elif receiver_value.kind in ("instance", "module") and attr in ("forward", "__call__"):
+            elif receiver_value.kind in ("instance", "module", "either") and attr in ("forward", "__call__"):
                 info.form = "local"
                 info.callee = receiver_value
             else:
@@ -123,10 +124,13 @@ class Calls:
             if callee.kind == "function":
                 return callee.returns or NOTHING
             if callee.kind == "instance" and callee.cls is not None:
-                result = callee.cls.call_result()
-                if not result.kind and result.tracked is None and callee.cls.is_module:
-                    result = result.but(tracked=True, node=result.node or node)  # a module's output
-                return semantics.to_half(result) if callee.half and not result.kind else result
+                return _instance_result(callee, node)
+            if callee.kind == "either":
+                results = [(option.cls, _instance_result(option, node)) for option in callee.items]
+                joined = results[0][1]
+                for _cls, result in results[1:]:
+                    joined = join(joined, result)
+                return joined.but(alts=tuple(results))
             if callee.kind == "module":
                 return self._module_result(callee, argument, node)
             if callee.half:  # an unknown model made float16 with .half()
@@ -173,6 +177,8 @@ class Calls:
         grad = info.kwargs.get("requires_grad")
         if isinstance(grad, cst.Name) and grad.value == "True" and qual.startswith("torch."):
             return Value(kind="param", qual="leaf", tracked=True, node=node)
+        if qual in ("copy.deepcopy", "copy.copy") and values and values[0].kind in ("instance", "either", "module"):
+            return values[0]  # a copy of the model: the same class, the same forward
         if qual in GENERATOR_CLASSES:
             where = self.ctx.enclosing[-1] if self.ctx.enclosing else None
             return Value(kind="rng", node=node, rng=RngOrigin(node, where, self.ctx.path))
@@ -313,6 +319,14 @@ def autocast_dtype(ctx: FileContext, call: cst.Call) -> str | None:
     if qual == "torch.cuda.amp.autocast" or device == "cuda":
         return "float16"
     return "default" if device is None else "bfloat16"
+
+
+def _instance_result(callee: Value, node) -> Value:
+    """What calling an instance of a project class returns (its forward / __call__)."""
+    result = callee.cls.call_result()
+    if not result.kind and result.tracked is None and callee.cls.is_module:
+        result = result.but(tracked=True, node=result.node or node)  # a module's output
+    return semantics.to_half(result) if callee.half and not result.kind else result
 
 
 def _is_layer(callee: Value) -> bool:

@@ -128,6 +128,8 @@ def informative(value: Value) -> bool:
     would make most files walk twice."""
     if value.rng is not None:
         return True  # a random generator, or an object built around one
+    if value.kind == "either":
+        return True  # one of several project model classes
     if value.kind:
         return value.kind in ("instance", "class", "function", "module") and (
             value.cls is not None or value.qual is not None or value.returns is not None)

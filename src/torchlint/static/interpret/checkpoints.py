@@ -10,6 +10,7 @@ A file is named by its path expression; `f` of `with open(path, "wb") as f` name
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -55,6 +56,66 @@ def file_key(ctx: FileContext, node: cst.CSTNode | None) -> str:
     if value.kind == "file" and isinstance(value.node, cst.Call) and value.node.args:
         return ctx.shape(value.node.args[0].value)
     return ctx.shape(node)
+
+
+_TAIL_SPLIT = re.compile(r"[*}/\\]")
+
+
+def name_tails(ctx: FileContext, call: CallInfo, node: cst.CSTNode | None) -> set[str]:
+    """The fixed ends of the file names a path expression can spell (`"--checkpoint_kg.pt"` for
+    `args.dir + "/{m}--{t}--checkpoint_kg.pt"` or `glob("*--checkpoint_kg.pt")`), also through the
+    assignments of a name in the same function. Only distinctive ends count (8+ characters with
+    an extension), so `.pt` alone never ties two files together."""
+    if node is None:
+        return set()
+    expressions = [node]
+    names = _Names()
+    node.visit(names)
+    if names.found:  # `found[-1]` of `found = glob(...)`, `path.format(step=s)` of `path = d + "..."`
+        scope = enclosing_function(ctx, call) or ctx.module
+        finder = _Assignments(names.found)
+        scope.visit(finder)
+        expressions.extend(finder.values)
+    tails = set()
+    for expression in expressions:
+        finder = _Strings()
+        expression.visit(finder)
+        for text in finder.texts:
+            tail = _TAIL_SPLIT.split(text)[-1]
+            if len(tail) >= 8 and "." in tail:
+                tails.add(tail)
+    return tails
+
+
+class _Names(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.found: set[str] = set()
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.found.add(node.value)
+
+
+class _Assignments(cst.CSTVisitor):
+    def __init__(self, names: set[str]) -> None:
+        self.names = names
+        self.values: list[cst.BaseExpression] = []
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if any(isinstance(t.target, cst.Name) and t.target.value in self.names for t in node.targets):
+            self.values.append(node.value)
+
+
+class _Strings(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.texts: list[str] = []
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        self.texts.append(node.raw_value)
+
+    def visit_FormattedString(self, node: cst.FormattedString) -> bool:
+        if node.parts and isinstance(node.parts[-1], cst.FormattedStringText):
+            self.texts.append(node.parts[-1].value)  # only the text after the last placeholder is an end
+        return False
 
 
 def refused(value: Value, depth: int = 0) -> list[Refused]:

@@ -46,6 +46,19 @@ def made_at(ctx: FileContext, prediction, what: str) -> tuple[tuple[cst.CSTNode,
     return ((node, what),)
 
 
+def alternatives(ctx: FileContext, prediction) -> list[tuple[str, object, tuple]]:
+    """The value of `prediction`, then, where it is a model output whose class is chosen by
+    configuration (`MLP() if ... else CNN()`), what each class returns: (when, value, related) with
+    `when` like " when the model is `MLP`" and the class's return as the related location."""
+    value = ctx.value(prediction)
+    found: list[tuple[str, object, tuple]] = [("", value, made_at(ctx, prediction, "made here"))]
+    for cls, result in value.alts:
+        node = result.node
+        related = ((node, f"`{cls.name}.forward` returns this", cls.module),) if isinstance(node, cst.CSTNode) else ()
+        found.append((f" when the model is `{cls.name}`", result, related))
+    return found
+
+
 def spelled(ctx: FileContext, call: CallInfo, name: str) -> str | None:
     """How to write the function `name` in the same namespace as `call` (torch.log -> torch.log1p)."""
     if call.form != "function" or call.qual is None:

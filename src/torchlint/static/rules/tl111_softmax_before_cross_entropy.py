@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from torchlint.rule import RuleInfo
 from torchlint.static.interpret.context import CallInfo, FileContext
-from torchlint.static.rules.base import Rule, loss_input, made_at
+from torchlint.static.rules.base import Rule, alternatives, loss_input
 
 _SQUASHED = {
     "softmax": "a softmax output",
@@ -32,20 +32,24 @@ class SoftmaxBeforeCrossEntropy(Rule):
         prediction = loss_input(call)
         if prediction is None:
             return
-        value = ctx.value(prediction)
+        for when, value, related in alternatives(ctx, prediction):
+            if self._check(ctx, call, prediction, when, value, related):
+                return
+
+    def _check(self, ctx: FileContext, call: CallInfo, prediction, when: str, value, related) -> bool:
         shown = f"`{ctx.code(call.node)}`: `{ctx.code(prediction, 40)}`"
         if call.op in _WHAT and value.op in _SQUASHED and not (call.op != "cross_entropy" and value.op == "log_softmax"):
             loss, applied = _WHAT[call.op]
-            ctx.report(
-                self.info, call.node,
-                f"{shown} is {_SQUASHED[value.op]}, but {loss} applies {applied} itself: the loss sees "
-                "squashed values twice, stays bounded away from 0 and its gradients shrink. Pass the raw logits",
-                related=made_at(ctx, prediction, f"the {value.op} is applied here"),
-            )
+            message = (f"{shown} is {_SQUASHED[value.op]}{when}, but {loss} applies {applied} itself: the loss sees "
+                       "squashed values twice, stays bounded away from 0 and its gradients shrink. Pass the raw logits")
         elif call.op == "nll_loss" and value.op in ("softmax", "sigmoid"):
-            ctx.report(
-                self.info, call.node,
-                f"{shown} is {_SQUASHED[value.op]}, but nll_loss expects log-probabilities; use log_softmax "
-                "(or cross_entropy on the logits)",
-                related=made_at(ctx, prediction, f"the {value.op} is applied here"),
-            )
+            message = (f"{shown} is {_SQUASHED[value.op]}{when}, but nll_loss expects log-probabilities; use log_softmax "
+                       "(or cross_entropy on the logits)")
+        else:
+            return False
+        ctx.report(self.info, call.node, message, related=_retitled(related, f"the {value.op} is applied here"))
+        return True
+
+
+def _retitled(related: tuple, text: str) -> tuple:
+    return tuple((entry[0], text, *entry[2:]) if entry[1] == "made here" else entry for entry in related)

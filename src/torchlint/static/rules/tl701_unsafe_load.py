@@ -5,7 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from torchlint.rule import RuleInfo
-from torchlint.static.interpret.checkpoints import file_key, saves
+from torchlint.static.interpret.checkpoints import file_key, name_tails, saves
 from torchlint.static.interpret.context import CallInfo, FileContext
 from torchlint.static.rules.base import Rule
 
@@ -28,8 +28,15 @@ class UnsafeLoad(Rule):
             return
         # the module writes its own pickles (a dataset cache, a checkpoint) and reads them back
         written = {saved.path for saved in saves(ctx)}
+        tails = None
         for call in loads:
-            if file_key(ctx, call.param(0, "f")) in written:
+            path = call.param(0, "f")
+            if file_key(ctx, path) in written:
+                continue
+            if tails is None:  # the file names it writes, for loads found by a pattern (`glob("*--ckpt.pt")`)
+                tails = {t for saved in saves(ctx) if saved.call is not None
+                         for t in name_tails(ctx, saved.call, saved.call.param(1, "f"))}
+            if tails & name_tails(ctx, call, path):
                 continue
             ctx.report(
                 self.info, call.node,
