@@ -381,6 +381,15 @@ CASES = {
                 return self.out(dist), d / dist
         """, {("TL119", 11), ("TL106", 12)}),
     # --- TL106 unguarded-division ---------------------------------------------------------
+    "bincount padded with minlength as a divisor; without it, a bin is 0 only for a missing value": ("""
+        import torch
+        def pool(x, batch, labels, classes):
+            per_graph = torch.bincount(batch)
+            mean = x.sum(0) / per_graph
+            weights = 1.0 / torch.bincount(labels, minlength=classes)
+            inverse = per_graph.max() / per_graph
+            return mean, weights, inverse
+        """, {("TL106", 6)}),
     "division by the norm of a difference": ("""
         import torch
         def f(x, y):

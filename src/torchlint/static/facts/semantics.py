@@ -83,7 +83,12 @@ def apply_op(op: str, x: Value, node, rest: list[Value]) -> Value:
     if op == "randn":
         return Value(op=op, tracked=False, node=node)
     if op in ("count_nonzero", "bincount"):
-        return Value(op="count", lo=0.0, hi=INF, zero=ROUTINE, desc="a count", tracked=False, node=node)
+        # a bincount has a bin for every value up to the largest one seen: a bin is 0 only where a
+        # value in that range never occurs (node ids of a batch, labels 0..k all present); extra bins
+        # asked for with minlength are 0 whenever the data does not reach them
+        padded = op == "count_nonzero" or _has_minlength(node)
+        return Value(op="count", lo=0.0, hi=INF, zero=ROUTINE if padded else DEGENERATE, desc="a count",
+                     tracked=False, node=node)
     if op in ("amax", "amin"):
         return Value(op=op[1:], lo=x.lo, hi=x.hi, zero=min(x.zero, DEGENERATE), of=x, half=half,
                      tracked=tracked, node=node)
@@ -198,3 +203,12 @@ def to_half(value: Value) -> Value:
 
 
 __all__ = ["apply_op", "to_half", "NONE"]
+
+
+def _has_minlength(node) -> bool:
+    """`bincount(x, minlength=n)` or `bincount(x, None, n)`; an unknown call counts as padded."""
+    args = getattr(node, "args", None)
+    if args is None:
+        return True
+    return any(a.keyword is not None and a.keyword.value == "minlength" for a in args) or \
+        sum(a.keyword is None for a in args) >= 3
