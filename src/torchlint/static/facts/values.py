@@ -63,6 +63,7 @@ class Value:
     grad_off: bool = False  # a function returning torch.no_grad()/inference_mode() or wrapping with it
     squared_distance: bool = False  # a square, or sum of squares, of differences of two values: 0 where they coincide
     rng: RngOrigin | None = None  # the random generator it is (kind "rng") or was built around (an object, a list)
+    half_params: bool = False  # a model some of whose parameters were converted to float16 (`.data = .half()`)
     alts: tuple[tuple[Any, Value], ...] = ()  # (class, result) per model class a call may run (see `either`)
 
     def __post_init__(self) -> None:
@@ -124,7 +125,12 @@ def join(a: Value, b: Value) -> Value:
             return Value(kind="dict")  # two different dicts: what each holds is not known
         if a.kind != b.kind or a.cls is not b.cls or a.qual != b.qual:
             return NOTHING
-        return a if a.rng is not None or b.rng is None else a.but(rng=b.rng)
+        joined = a if a.rng is not None or b.rng is None else a.but(rng=b.rng)
+        # a model made float16 on one path (`if args.fp16: model.half()`) runs in float16 when that
+        # configuration is chosen: its half-ness is what the precision rules check
+        if a.kind in ("instance", "module") and (a.half != b.half or a.half_params != b.half_params):
+            return joined.but(half=a.half or b.half, half_params=a.half_params or b.half_params)
+        return joined
     return Value(
         op=a.op if a.op == b.op else None,
         lo=min(a.lo, b.lo),
@@ -154,8 +160,13 @@ def either(a: Value, b: Value) -> Value:
     for rules about a configuration the user can pick; more than MAX_ALTERNATIVES classes is unknown."""
     alternatives: list[Value] = []
     for value in (*(a.items if a.kind == "either" else (a,)), *(b.items if b.kind == "either" else (b,))):
-        if all(value.cls is not seen.cls for seen in alternatives):
+        same = [index for index, seen in enumerate(alternatives) if seen.cls is value.cls]
+        if not same:
             alternatives.append(value)
+        else:  # float16 on one path: see join
+            seen = alternatives[same[0]]
+            alternatives[same[0]] = seen.but(half=seen.half or value.half,
+                                             half_params=seen.half_params or value.half_params)
     if len(alternatives) > MAX_ALTERNATIVES:
         return NOTHING
     return alternatives[0] if len(alternatives) == 1 else Value(kind="either", items=tuple(alternatives))

@@ -19,7 +19,8 @@ from torchlint.static.facts.values import (
 )
 from torchlint.static.interpret import guards
 from torchlint.static.interpret.context import CallInfo, FileContext
-from torchlint.static.interpret.frames import module_qual
+from torchlint.static.interpret.frames import module_qual, params_of
+from torchlint.static.interpret.scopes import Body
 
 
 class Calls:
@@ -93,6 +94,12 @@ class Calls:
             held = held_rng([*values, *keywords.values()])
             if held is not None:  # `RandomFlip(np.random.RandomState(seed))`: it draws from that generator
                 result = result.but(rng=held)
+        if info.form == "method" and _converts_to_half(info, receiver_value, result, values):
+            # `model.half()`, `model.to(torch.float16)`: the module itself; `m.apply(to_f16)`: what the
+            # function converts (its `.weight.data` of some layers) is not known to be all of it
+            self.made_half(info.receiver, whole=info.name != "apply")
+        elif info.form == "local" and isinstance(getattr(info.callee, "body", None), Body) and info.callee.body.halves:
+            self._halving_call(info, node)
         if info.form == "method":
             if isinstance(info.receiver, cst.Name):
                 self._inplace(info, receiver_value, values, result)
@@ -100,6 +107,39 @@ class Calls:
                     ops.is_inplace(info.name):
                 self.data_write(info.receiver)
         return result
+
+    def made_half(self, target: cst.BaseExpression, whole: bool = False) -> None:
+        """The module `target` (or a submodule of it) was converted to float16 in place: the model it
+        belongs to now has float16 parameters, and computes in float16 when `whole` (`model.half()`);
+        a parameter of the function being walked is recorded, so calling the function converts (some
+        of) what its caller passes."""
+        whole = whole and isinstance(target, cst.Name)
+        while isinstance(target, (cst.Attribute, cst.Subscript)):
+            target = target.value
+        if not isinstance(target, cst.Name):
+            return
+        function = next((body for body in reversed(self.logs) if body.kind == "function"), None)
+        if function is not None and target.value in {p.name.value for p in params_of(function.node.params)}:
+            function.halves.add(target.value)
+        value = self.frame.lookup(target.value)
+        if value.kind in ("instance", "module", "either") and not value.half:
+            self.frame.env[target.value] = value.but(half=True) if whole else value.but(half_params=True)
+
+    def _halving_call(self, info: CallInfo, node: cst.Call) -> None:
+        """`model.convert_to_fp16()`, `to_half(model)`: a project function that converts the module
+        it is given (or `self`) to float16 in place."""
+        body = info.callee.body
+        params = [p.name.value for p in (*body.node.params.posonly_params, *body.node.params.params)]
+        if isinstance(node.func, cst.Attribute) and params and params[0] == "self":
+            if "self" in body.halves:
+                self.made_half(node.func.value)
+            params = params[1:]
+        for name, arg in zip(params, info.args, strict=False):
+            if name in body.halves:
+                self.made_half(arg)
+        for name, arg in info.kwargs.items():
+            if name in body.halves:
+                self.made_half(arg)
 
     def _inplace(self, info: CallInfo, receiver: Value, values: list[Value], result: Value) -> None:
         """`d.clamp_(min=eps)`, `d.add_(eps)`, `d.masked_fill_(d == 0, 1)` change what `d` holds."""
@@ -319,6 +359,20 @@ def autocast_dtype(ctx: FileContext, call: cst.Call) -> str | None:
     if qual == "torch.cuda.amp.autocast" or device == "cuda":
         return "float16"
     return "default" if device is None else "bfloat16"
+
+
+def _converts_to_half(info: CallInfo, receiver: Value, result: Value, values: list[Value]) -> bool:
+    """`m.half()` / `m.to(torch.float16)` on a module (in place, unlike a tensor's), or `m.apply(f)`
+    with a function that converts the module it is given."""
+    if info.receiver is None:
+        return False
+    if info.name == "apply" and values:
+        body = values[0].body
+        params = params_of(body.node.params) if isinstance(body, Body) else []
+        return bool(params) and params[0].name.value in body.halves
+    if receiver.kind not in ("instance", "module", "either") or receiver.half:
+        return False
+    return info.name in ops.HALF_METHODS or (info.name == "to" and result.half)
 
 
 def _instance_result(callee: Value, node) -> Value:

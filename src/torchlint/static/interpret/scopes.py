@@ -63,6 +63,7 @@ class Body:
     iterable: Any = None  # for loops: the value iterated over
     origin: str = ""  # the file it is written in (a project module's body is walked in its importer)
     qualname: str = ""  # `train` or `Trainer.fit` for a module-level function or method, else ""
+    halves: set[str] = field(default_factory=set)  # parameters whose module it converts to float16 in place
 
     def walk(self, expand: bool = True, _seen: set[int] | None = None, _budget: list[int] | None = None
              ) -> Iterator[Any]:

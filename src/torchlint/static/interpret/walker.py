@@ -385,6 +385,8 @@ class Walker(Definitions, Expressions, Calls):
             owner = self.expr(target.value)
             if target.attr.value == "data":
                 self.data_write(target)
+                if value.half and not self.ctx.value(target.value).half:
+                    self.made_half(target.value)  # `l.weight.data = l.weight.data.half()`
             if owner.kind == "instance" and owner.cls is not None:
                 owner.cls.attrs[target.attr.value] = value
         elif isinstance(target, cst.Subscript):

@@ -166,10 +166,14 @@ def _half_params(ctx: FileContext, params) -> bool:
     """`model.parameters()` of a float16 model, also filtered: `[p for p in m.parameters() if ...]`,
     `filter(f, m.parameters())`, `list(...)`."""
     if isinstance(params, (cst.ListComp, cst.GeneratorExp)):
-        return _half_params(ctx, params.for_in.iter)
+        # `[p for p in m.parameters() if p.requires_grad]`; not `[p.float() for p in ...]` (master copies)
+        same = isinstance(params.elt, cst.Name) and isinstance(params.for_in.target, cst.Name) and \
+            params.elt.value == params.for_in.target.value
+        return same and _half_params(ctx, params.for_in.iter)
     if isinstance(params, cst.Call) and isinstance(params.func, cst.Name) and params.args \
             and params.func.value in ("filter", "list"):
         return _half_params(ctx, params.args[-1].value)
     if isinstance(params, cst.Call) and isinstance(params.func, cst.Attribute):
-        return ctx.value(params.func.value).half
+        model = ctx.value(params.func.value)
+        return model.half or model.half_params
     return False
