@@ -598,3 +598,29 @@ def test_a_loss_module_only_called_under_a_float16_autocast_in_another_module(tm
     outside = AUTOCAST_LOOP.replace(
         "            loss = criterion(", "        loss = criterion(")  # the loss after the autocast region
     assert found(make(tmp_path, {"train.py": outside})) == []
+
+
+def test_a_fact_from_a_caller_in_another_module_names_the_callers_expression(tmp_path):
+    make(tmp_path, {
+        "losses.py": """
+        import torch
+
+
+        def nll(p, y):
+            return -torch.log(p).gather(1, y).mean()
+        """,
+        "train.py": """
+        import torch.nn.functional as F
+
+        from losses import nll
+
+
+        def step(model, x, y):
+            probs = F.softmax(model(x), dim=-1)
+            nll(probs, y).backward()
+        """,
+    })
+    findings = check_paths([tmp_path])
+    assert [(Path(f.path).name, f.code, f.line) for f in findings] == [("losses.py", "TL102", 6)]
+    assert [(Path(r.path).name, r.line, r.column, r.message) for r in findings[0].related] == [
+        ("train.py", 8, 13, "the softmax is applied here")]

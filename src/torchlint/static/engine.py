@@ -15,7 +15,7 @@ import libcst as cst
 from torchlint.catalog import SYNTAX_ERROR, UNREADABLE_FILE
 from torchlint.finding import Edit, Finding, Fix, Related
 from torchlint.rule import RuleInfo
-from torchlint.source import source_lines
+from torchlint.source import SourceError, decode_source, source_lines
 from torchlint.static import suppress
 from torchlint.static.interpret import callsites
 from torchlint.static.interpret.context import FileContext
@@ -202,6 +202,8 @@ def _foreign_related(related: tuple) -> Related:
     """A related location in another project module: positioned in that module's own tree."""
     node, text, where = related
     module = PROCESS_PROJECT.module_of(where)
+    if module is None:  # a file checked earlier in this run, whose tree is gone: parse it again
+        module, node = _same_node_in(where, node)
     line = column = 1
     if module is not None:
         span = locate(module, [node]).get(id(node))
@@ -210,6 +212,28 @@ def _foreign_related(related: tuple) -> Related:
     relative = os.path.relpath(where)
     shown = where if relative.startswith("..") else relative
     return Related(shown, line, column, text)
+
+
+def _same_node_in(path: str, node) -> tuple:
+    """The file's tree parsed again, and the first node in it with the same type and code as
+    ``node`` (a node of an earlier parse of that file); (None, node) when the file cannot be read."""
+    try:
+        module = cst.parse_module(decode_source(Path(path).read_bytes()).text)
+    except (OSError, SourceError, cst.ParserSyntaxError, RecursionError, ValueError):
+        return None, node
+    empty = cst.Module([])
+    wanted = empty.code_for_node(node)
+    kind = type(node)
+    found: list = []
+
+    class Finder(cst.CSTVisitor):
+        def on_visit(self, candidate) -> bool:
+            if not found and type(candidate) is kind and empty.code_for_node(candidate) == wanted:
+                found.append(candidate)
+            return not found
+
+    module.visit(Finder())
+    return module, (found[0] if found else node)
 
 
 def _edit(span, text: str) -> Edit:

@@ -307,7 +307,7 @@ class Project:
             if calls_out is None:
                 return None  # a caller we cannot read: its calls are unknown
             for qualname, records in calls_out.get(str(module), {}).items():
-                found.setdefault(qualname, []).extend(records)
+                found.setdefault(qualname, []).extend(_written_in(record, importer) for record in records)
         return found
 
     def _loader_files(self, root: Path) -> list[Path]:
@@ -390,3 +390,14 @@ def _module_file(base: Path, parts: list[str]) -> Path | None:
 
 
 PROCESS_PROJECT = Project()
+
+
+def _written_in(record: tuple, path: str) -> tuple:
+    """A call record of another file, its argument values marked with that file (where their
+    nodes are): a finding can then point at the caller's expression."""
+    bound, args, kwargs, *rest = record
+
+    def mark(value: Value) -> Value:
+        return value.but(origin=path) if value.node is not None and not value.origin and not value.kind else value
+
+    return (bound, tuple(mark(v) for v in args), {k: mark(v) for k, v in kwargs.items()}, *rest)

@@ -63,6 +63,7 @@ class Value:
     grad_off: bool = False  # a function returning torch.no_grad()/inference_mode() or wrapping with it
     squared_distance: bool = False  # a square, or sum of squares, of differences of two values: 0 where they coincide
     rng: RngOrigin | None = None  # the random generator it is (kind "rng") or was built around (an object, a list)
+    origin: str = ""  # the project file whose syntax tree `node` belongs to, when not the checked file
     half_params: bool = False  # a model some of whose parameters were converted to float16 (`.data = .half()`)
     alts: tuple[tuple[Any, Value], ...] = ()  # (class, result) per model class a call may run (see `either`)
 

@@ -40,9 +40,12 @@ def loss_input(call: CallInfo) -> cst.BaseExpression | None:
 def made_at(ctx: FileContext, prediction, what: str) -> tuple[tuple[cst.CSTNode, str], ...]:
     """The expression that produced the loss's input, as a related location (`the sigmoid is applied
     here`), when it is another expression than the argument itself (a model's forward, a helper)."""
-    node = ctx.value(prediction).node
+    value = ctx.value(prediction)
+    node = value.node
     if node is None or node is prediction or not isinstance(node, cst.CSTNode):
         return ()
+    if value.origin and value.origin != ctx.path:  # a caller in another module passes it
+        return ((node, what, value.origin),)
     return ((node, what),)
 
 

@@ -6,7 +6,7 @@ import libcst as cst
 
 from torchlint.rule import RuleInfo
 from torchlint.static.interpret.context import CallInfo, FileContext, PendingFix
-from torchlint.static.rules.base import Rule, spelled
+from torchlint.static.rules.base import Rule, made_at, spelled
 
 _BETTER = {"softmax": "log_softmax", "sigmoid": "logsigmoid"}
 
@@ -29,7 +29,8 @@ class LogOfProbability(Rule):
             f"`{ctx.code(call.node)}`: `{ctx.code(call.operand, 40)}` is {value.desc}; "
             f"log underflows to -inf where {better}(x) stays finite"
         )
-        ctx.report(self.info, call.node, message, _fix(ctx, call, value.node, better))
+        ctx.report(self.info, call.node, message, _fix(ctx, call, value.node, better),
+                   related=made_at(ctx, call.operand, f"the {value.op} is applied here"))
 
 
 def _fix(ctx: FileContext, call: CallInfo, producer_node, better: str) -> PendingFix | None:
