@@ -540,6 +540,21 @@ CASES = {
             bias = mask.float().masked_fill(mask, -1e9)
             return scores.masked_fill(mask, -1e9).softmax(-1) + bias
         """, set()),
+    "in-place layer after a layer whose backward reads its output, in a Sequential": ("""
+        import torch.nn as nn
+        head = nn.Sequential(
+            nn.Linear(8, 8),
+            nn.ReLU(),
+            nn.Dropout(0.5, inplace=True),
+            nn.Sigmoid(),
+            nn.ReLU(True),
+        )
+        """, {("TL203", 6), ("TL203", 8)}),
+    "clean: in-place ReLU after BatchNorm, out-of-place Dropout after ReLU, in a Sequential": ("""
+        import torch.nn as nn
+        block = nn.Sequential(nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8), nn.ReLU(inplace=True))
+        head = nn.Sequential(nn.Linear(8, 8), nn.ReLU(inplace=True), nn.Dropout(0.5), nn.Linear(8, 2))
+        """, set()),
     # --- TL108 unstable-exp ------------------------------------------------------------------
     "exp of a linear layer output, scaled": ("""
         import torch

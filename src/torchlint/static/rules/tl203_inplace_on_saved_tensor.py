@@ -5,6 +5,7 @@ from __future__ import annotations
 import libcst as cst
 
 from torchlint.rule import RuleInfo
+from torchlint.static.facts.ops import MODULE_OPS
 from torchlint.static.interpret.context import CallInfo, FileContext
 from torchlint.static.rules.base import Rule
 from torchlint.static.rules.tl202_inplace_on_leaf import is_inplace_method
@@ -44,7 +45,11 @@ def _inplace_layer(ctx: FileContext, call: CallInfo) -> bool:
     if call.form == "function":
         module, _, name = (call.qual or "").rpartition(".")
         return module == "torch.nn.functional" and name in INPLACE_FUNCTIONS and _true(call.kwargs.get("inplace"))
-    callee = call.callee
+    return _inplace_module(call.callee)
+
+
+def _inplace_module(callee) -> bool:
+    """A layer value built with `inplace=True` (by keyword or position)."""
     if callee is None or callee.kind != "module" or not isinstance(callee.node, cst.Call):
         return False
     layer = (callee.qual or "").rsplit(".", 1)[-1]
@@ -68,7 +73,9 @@ class InplaceOnSavedTensor(Rule):
     def on_call(self, ctx: FileContext, call: CallInfo) -> None:
         if call.scope.no_grad:
             return
-        if is_inplace_method(call):
+        if call.form == "function" and (call.qual or "").startswith("torch.nn.") and call.name == "Sequential":
+            self._sequential(ctx, call)
+        elif is_inplace_method(call):
             self._check(ctx, call.node, call.receiver, f"`.{call.name}()`")
         elif call.args and _inplace_layer(ctx, call):
             self._check(ctx, call.node, call.args[0], f"`{ctx.code(call.node.func, 30)}` (in place)")
@@ -83,6 +90,22 @@ class InplaceOnSavedTensor(Rule):
             if call.args and not call.scope.no_grad and callee is not None and callee.kind == "module" and \
                     (callee.qual or "").rsplit(".", 1)[-1] in flipped and not _inplace_layer(ctx, call):
                 self._check(ctx, call.node, call.args[0], f"`{ctx.code(call.node.func, 30)}` (in place)")
+
+    def _sequential(self, ctx: FileContext, call: CallInfo) -> None:
+        """`nn.Sequential(..., nn.ReLU(), nn.Dropout(p, inplace=True), ...)`: the in-place layer gets
+        the previous layer's output, which that layer's backward reads."""
+        layers = [(arg, ctx.value(arg)) for arg in call.args]
+        for (_, before), (node, layer) in zip(layers, layers[1:]):
+            op = MODULE_OPS.get(before.qual or "") if before.kind == "module" else None
+            if op in SAVES_OUTPUT and _inplace_module(layer) and not ctx.is_claimed(node):
+                name = (layer.qual or "").rsplit(".", 1)[-1]
+                ctx.report(
+                    self.info, node,
+                    f"`{ctx.code(node, 40)}` overwrites its input in place, and in this Sequential its input is "
+                    f"the output of `{ctx.code(before.node, 30)}`, which {op}'s backward reads: the first "
+                    f"backward in training fails with \"modified by an inplace operation\". Build the {name} "
+                    "without inplace=True",
+                )
 
     def on_augassign(self, ctx: FileContext, node: cst.AugAssign) -> None:
         if not ctx.scope_of(node).no_grad:
