@@ -54,3 +54,16 @@ def test_own_source_reports_nothing():
     from torchlint.api import check_paths
 
     assert [f"{f.path}:{f.line}: {f.code}" for f in check_paths([Path(__file__).parents[1] / "src"])] == []
+
+
+@pytest.mark.parametrize("literal, expected", [
+    (r"'\x set: loss {:.4f}'", [("TL001", 4)]),  # CPython: truncated \xXX escape; LibCST parses it
+    (r"'\u12 done'", [("TL001", 4)]),
+    (r"r'\x set'", []),  # a raw string
+    (r"'\\x set'", []),  # an escaped backslash
+    (r"b'\u12'", []),  # no \u escape in bytes
+])
+def test_string_escapes_cpython_refuses_are_syntax_errors(literal, expected):
+    source = f"import torch\n\n\nprint({literal}.format(torch.zeros(1).sum()))\n"
+    findings = check_text(source, "m.py", Settings(select=["ALL"]).enabled())
+    assert [(f.code, f.line) for f in findings] == expected

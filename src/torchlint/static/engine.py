@@ -83,14 +83,23 @@ def check_text(
             gc.enable()
 
 
+# A backslash escape that may be malformed in a str literal: \x without 2 hex digits, \u without 4,
+# \U without 8, \N without a name. Only a hint (raw strings, comments and bytes match too):
+# CPython's compile() decides.
+_BAD_ESCAPE = re.compile(r"\\(?:x(?![0-9A-Fa-f]{2})|u(?![0-9A-Fa-f]{4})|U(?![0-9A-Fa-f]{8})|N(?!\{))")
+
+
 def _check_text(source, path, enabled, options, file, deps) -> list[Finding]:
     file_ignored = suppress.file_ignores(source)
     if suppress.is_ignored("ALL", file_ignored):
         return []
     if "\r" in source:  # lone CR line ends (Python reads them as \n) break LibCST's round trip; same length
         source = _LONE_CR.sub("\n", source)
-    rejected = cpython_rejects(source, path) if might_be_too_deep(source) else None
-    if rejected is not None:  # LibCST would crash on it (see nesting.py): CPython's verdict instead
+    # LibCST would crash on deep nesting (see nesting.py) and accepts string escapes CPython refuses
+    # (`"\x y"`): for such text, CPython's verdict instead
+    suspicious = might_be_too_deep(source) or _BAD_ESCAPE.search(source) is not None
+    rejected = cpython_rejects(source, path) if suspicious else None
+    if rejected is not None:
         return [_finding(SYNTAX_ERROR, *_cpython_syntax_error(rejected, path))] if SYNTAX_ERROR.code in enabled else []
     try:
         module = cst.parse_module(source)
