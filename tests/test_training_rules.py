@@ -631,6 +631,30 @@ CASES = {
             return torch.load(path)
         """, set()),
     # TL702
+    "numpy values in a saved history, built by appends in another method; Python numbers are fine": ("""
+        import numpy as np
+        import torch
+        class Trainer:
+            def __init__(self):
+                self.losses = []
+                self.accuracies = []
+            def epoch(self, batch_losses, correct, total):
+                self.losses.append(np.mean(batch_losses))
+                self.accuracies.append(float(np.sum(correct)) / total)
+            def _mean(self, values):
+                if not values:
+                    return None
+                return np.array(values).mean()
+            def save(self, path, other):
+                torch.save({"loss": self.losses}, path)
+                torch.save({"acc": self.accuracies, "best": np.max(self.accuracies).item()}, other)
+                torch.save({"mean": self._mean(self.losses)}, path + ".mean")
+            def load(self, path, other):
+                history = torch.load(path)
+                accuracy = torch.load(other)
+                mean = torch.load(path + ".mean")
+                return history, accuracy, mean
+        """, {("TL702", 20), ("TL702", 22)}),
     "a Namespace stored under a key, read back through that key without weights_only": ("""
         import argparse
         import torch

@@ -22,6 +22,10 @@ from torchlint.static.interpret.context import CallInfo, FileContext
 from torchlint.static.interpret.frames import module_qual, params_of
 from torchlint.static.interpret.scopes import Body
 
+NUMPY = "numpy"  # the qual of a value that is a numpy array or scalar
+NUMPY_SCALARS = frozenset({"numpy.float64", "numpy.float32", "numpy.float16", "numpy.int64", "numpy.int32"})
+MAX_LIST_ITEMS = 8
+
 
 class Calls:
     """The call half of the interpreter (mixed into Walker)."""
@@ -100,6 +104,8 @@ class Calls:
             self.made_half(info.receiver, whole=info.name != "apply")
         elif info.form == "local" and isinstance(getattr(info.callee, "body", None), Body) and info.callee.body.halves:
             self._halving_call(info, node)
+        if info.form == "method" and info.name == "append" and receiver_value.kind == "list" and len(values) == 1:
+            self._appended(info.receiver, receiver_value, values[0])
         if info.form == "method":
             if isinstance(info.receiver, cst.Name):
                 self._inplace(info, receiver_value, values, result)
@@ -124,6 +130,19 @@ class Calls:
         value = self.frame.lookup(target.value)
         if value.kind in ("instance", "module", "either") and not value.half:
             self.frame.env[target.value] = value.but(half=True) if whole else value.but(half_params=True)
+
+    def _appended(self, target: cst.BaseExpression, before: Value, item: Value) -> None:
+        """`history.append(x)`, `self.losses.append(x)`: the list now also holds such an item (the
+        first MAX_LIST_ITEMS kinds of item are kept: what a checkpoint saving the list holds)."""
+        if len(before.items) >= MAX_LIST_ITEMS or any(item == seen for seen in before.items):
+            return
+        grown = before.but(items=before.items + (item,))
+        if isinstance(target, cst.Name):
+            self.frame.env[target.value] = grown
+        elif isinstance(target, cst.Attribute):
+            owner = self.ctx.value(target.value)
+            if owner.kind == "instance" and owner.cls is not None:
+                owner.cls.attrs[target.attr.value] = grown
 
     def _halving_call(self, info: CallInfo, node: cst.Call) -> None:
         """`model.convert_to_fp16()`, `to_half(model)`: a project function that converts the module
@@ -182,6 +201,12 @@ class Calls:
             return NOTHING
         if form == "method":
             name = info.qual or ""
+            if receiver.qual == NUMPY and not receiver.kind:
+                if name in ("item", "tolist"):
+                    return receiver.but(qual=None, tracked=False)  # Python numbers again
+                if info.op is not None and name not in ops.DETACHING_METHODS:  # `arr.mean()`: numpy again
+                    result = self._op_result(info, receiver, values)
+                    return result.but(qual=NUMPY) if not result.kind else result
             if receiver.kind == "rng" and name == "manual_seed":
                 return receiver  # torch.Generator().manual_seed(s) returns the generator
             if receiver.kind == "param" and name in ("detach", "clone", "detach_"):
@@ -227,7 +252,11 @@ class Calls:
             result = self._op_result(info, operand, values[1:])
             if qual.startswith(ops.UNTRACKED_PREFIXES) and not result.kind and result.tracked is not False:
                 result = result.but(tracked=False)  # numpy / math: no autograd history
+            if qual.startswith("numpy.") and not result.kind:
+                result = result.but(qual=NUMPY)  # a numpy array or scalar, not a Python number
             return result
+        if qual in NUMPY_SCALARS:
+            return Value(tracked=False, qual=NUMPY, node=node)
         if qual == "torch.nn.Parameter":
             frozen = info.param(1, "requires_grad")
             return Value(kind="param", tracked=not (isinstance(frozen, cst.Name) and frozen.value == "False"))
@@ -313,7 +342,8 @@ class Calls:
                          tracked=tracked_of(operand, *rest), node=node)
         if op == "tensor":
             dtype = self.ctx.qualify(info.kwargs["dtype"]) if "dtype" in info.kwargs else None
-            result = operand.but(kind=None, items=(), node=node, op=operand.op if operand.op != "const" else "tensor")
+            result = operand.but(kind=None, items=(), node=node, op=operand.op if operand.op != "const" else "tensor",
+                                 qual=None)
             if operand.kind == "list":
                 result = semantics.literal_array(operand.items, node)
             if dtype in ops.FLOAT16_NAMES:

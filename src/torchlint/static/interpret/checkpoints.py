@@ -132,6 +132,8 @@ def refused(value: Value, depth: int = 0) -> list[Refused]:
         return [Refused(f"a `{name}` object", name)]
     if kind in _OBJECT_KINDS and value.qual:
         return [Refused(f"a {value.qual} object", value.qual, _OBJECT_KINDS[kind])]
+    if not kind and value.qual == "numpy":
+        return [Refused("numpy values (a numpy array or scalar such as np.mean(...))", "numpy.core.multiarray.scalar")]
     if kind in ("dict", "list") and depth < 4:
         return [found for item in value.items for found in refused(item, depth + 1)]
     return []

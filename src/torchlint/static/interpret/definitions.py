@@ -28,7 +28,9 @@ class Definitions:
     """The definition half of the interpreter (mixed into Walker)."""
 
     def _return(self, node: cst.Return) -> None:
-        value = self.expr(node.value) if node.value is not None else NOTHING
+        if node.value is None or (isinstance(node.value, cst.Name) and node.value.value == "None"):
+            return  # `return None` early: a caller using the result as a tensor uses the other returns
+        value = self.expr(node.value)
         self.frame.returns.append(value)
         if node.value is not None and (value.grad_off or self._mentions_grad_off(node.value)):
             self.frame.grad_off = True
