@@ -127,11 +127,7 @@ def join(a: Value, b: Value) -> Value:
         if a.kind != b.kind or a.cls is not b.cls or a.qual != b.qual:
             return NOTHING
         joined = a if a.rng is not None or b.rng is None else a.but(rng=b.rng)
-        # a model made float16 on one path (`if args.fp16: model.half()`) runs in float16 when that
-        # configuration is chosen: its half-ness is what the precision rules check
-        if a.kind in ("instance", "module") and (a.half != b.half or a.half_params != b.half_params):
-            return joined.but(half=a.half or b.half, half_params=a.half_params or b.half_params)
-        return joined
+        return _either_precision(joined, b) if a.kind in ("instance", "module") else joined
     return Value(
         op=a.op if a.op == b.op else None,
         lo=min(a.lo, b.lo),
@@ -151,6 +147,14 @@ def join(a: Value, b: Value) -> Value:
 MAX_ALTERNATIVES = 4
 
 
+def _either_precision(model: Value, other: Value) -> Value:
+    """The same model seen on two paths: made float16 on one (`if args.fp16: model.half()`), it runs
+    in float16 when that configuration is chosen, which is what the precision rules check."""
+    if model.half == other.half and model.half_params == other.half_params:
+        return model
+    return model.but(half=model.half or other.half, half_params=model.half_params or other.half_params)
+
+
 def _model(value: Value) -> bool:
     return value.kind == "either" or (value.kind == "instance" and value.cls is not None and value.cls.is_module)
 
@@ -164,10 +168,8 @@ def either(a: Value, b: Value) -> Value:
         same = [index for index, seen in enumerate(alternatives) if seen.cls is value.cls]
         if not same:
             alternatives.append(value)
-        else:  # float16 on one path: see join
-            seen = alternatives[same[0]]
-            alternatives[same[0]] = seen.but(half=seen.half or value.half,
-                                             half_params=seen.half_params or value.half_params)
+        else:
+            alternatives[same[0]] = _either_precision(alternatives[same[0]], value)
     if len(alternatives) > MAX_ALTERNATIVES:
         return NOTHING
     return alternatives[0] if len(alternatives) == 1 else Value(kind="either", items=tuple(alternatives))

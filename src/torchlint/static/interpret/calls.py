@@ -19,7 +19,7 @@ from torchlint.static.facts.values import (
 )
 from torchlint.static.interpret import guards
 from torchlint.static.interpret.context import CallInfo, FileContext
-from torchlint.static.interpret.frames import module_qual, params_of
+from torchlint.static.interpret.frames import module_qual, params_of, positional_names
 from torchlint.static.interpret.scopes import Body
 
 NUMPY = "numpy"  # the qual of a value that is a numpy array or scalar
@@ -134,7 +134,7 @@ class Calls:
     def _appended(self, target: cst.BaseExpression, before: Value, item: Value) -> None:
         """`history.append(x)`, `self.losses.append(x)`: the list now also holds such an item (the
         first MAX_LIST_ITEMS kinds of item are kept: what a checkpoint saving the list holds)."""
-        if len(before.items) >= MAX_LIST_ITEMS or any(item == seen for seen in before.items):
+        if len(before.items) >= MAX_LIST_ITEMS or any(item is seen for seen in before.items):
             return
         grown = before.but(items=before.items + (item,))
         if isinstance(target, cst.Name):
@@ -148,7 +148,7 @@ class Calls:
         """`model.convert_to_fp16()`, `to_half(model)`: a project function that converts the module
         it is given (or `self`) to float16 in place."""
         body = info.callee.body
-        params = [p.name.value for p in (*body.node.params.posonly_params, *body.node.params.params)]
+        params = positional_names(body.node.params)
         if isinstance(node.func, cst.Attribute) and params and params[0] == "self":
             if "self" in body.halves:
                 self.made_half(node.func.value)
@@ -201,12 +201,8 @@ class Calls:
             return NOTHING
         if form == "method":
             name = info.qual or ""
-            if receiver.qual == NUMPY and not receiver.kind:
-                if name in ("item", "tolist"):
-                    return receiver.but(qual=None, tracked=False)  # Python numbers again
-                if info.op is not None and name not in ops.DETACHING_METHODS:  # `arr.mean()`: numpy again
-                    result = self._op_result(info, receiver, values)
-                    return result.but(qual=NUMPY) if not result.kind else result
+            if name in ("item", "tolist") and receiver.qual == NUMPY and not receiver.kind:
+                return receiver.but(qual=None, tracked=False)  # Python numbers again
             if receiver.kind == "rng" and name == "manual_seed":
                 return receiver  # torch.Generator().manual_seed(s) returns the generator
             if receiver.kind == "param" and name in ("detach", "clone", "detach_"):
@@ -236,7 +232,8 @@ class Calls:
                 return options if name == "parse_args" else Value(kind="list", items=(options, NOTHING), node=node)
             if info.op is None:
                 return NOTHING
-            return self._op_result(info, receiver, values)
+            result = self._op_result(info, receiver, values)
+            return result.but(qual=NUMPY) if receiver.qual == NUMPY and not result.kind else result  # `arr.mean()`
         # function form
         qual = info.qual or ""
         grad = info.kwargs.get("requires_grad")

@@ -17,7 +17,7 @@ import libcst as cst
 
 from torchlint.static.facts.values import NOTHING, Value, join
 from torchlint.static.importers import resolved
-from torchlint.static.interpret.frames import float_default, params_of
+from torchlint.static.interpret.frames import float_default, params_of, positional_names
 from torchlint.static.interpret.scopes import Body
 
 MAX_WALKS = 3  # the first walk and at most two re-walks with parameter facts
@@ -66,7 +66,7 @@ class CallSites:
         result: dict[int, dict[str, Value]] = {}
         for key, (node, calls) in self.calls.items():
             params = node.params
-            positional = [p.name.value for p in (*params.posonly_params, *params.params)]
+            positional = positional_names(params)
             named = {p.name.value for p in params_of(params)}
             defaults = {p.name.value: d for p in params_of(params) if (d := float_default(p)) is not None}
             joined: dict[str, Value] = {}
@@ -93,7 +93,7 @@ class CallSites:
         if entry is None:
             return []
         params = node.params
-        positional = [p.name.value for p in (*params.posonly_params, *params.params)]
+        positional = positional_names(params)
         found = []
         for bound, args, kwargs, star, *_modes in entry[1]:
             names = positional[1:] if bound else positional

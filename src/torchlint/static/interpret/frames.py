@@ -73,6 +73,11 @@ class Frame:
 
 
 
+def positional_names(params: cst.Parameters) -> list[str]:
+    """Names of the parameters a positional argument can fill, in order (`self` included)."""
+    return [p.name.value for p in (*params.posonly_params, *params.params)]
+
+
 def params_of(params: cst.Parameters) -> list[cst.Param]:
     found = list(params.posonly_params) + list(params.params) + list(params.kwonly_params)
     for star in (params.star_arg, params.star_kwarg):

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import libcst as cst
 
 from torchlint.rule import RuleInfo
+from torchlint.static.facts.values import Value
 from torchlint.static.interpret.context import CallInfo, FileContext
 
 
@@ -49,12 +52,13 @@ def made_at(ctx: FileContext, prediction, what: str) -> tuple[tuple[cst.CSTNode,
     return ((node, what),)
 
 
-def alternatives(ctx: FileContext, prediction) -> list[tuple[str, object, tuple]]:
-    """The value of `prediction`, then, where it is a model output whose class is chosen by
-    configuration (`MLP() if ... else CNN()`), what each class returns: (when, value, related) with
-    `when` like " when the model is `MLP`" and the class's return as the related location."""
+def alternatives(ctx: FileContext, prediction, made: Callable[[Value], str]) -> list[tuple[str, Value, tuple]]:
+    """The value of `prediction` (related: where it is made, described by `made(value)`), then, where
+    it is a model output whose class is chosen by configuration (`MLP() if ... else CNN()`), what each
+    class returns: (when, value, related) with `when` like " when the model is `MLP`" and the class's
+    return as the related location."""
     value = ctx.value(prediction)
-    found: list[tuple[str, object, tuple]] = [("", value, made_at(ctx, prediction, "made here"))]
+    found: list[tuple[str, Value, tuple]] = [("", value, made_at(ctx, prediction, made(value)))]
     for cls, result in value.alts:
         node = result.node
         related = ((node, f"`{cls.name}.forward` returns this", cls.module),) if isinstance(node, cst.CSTNode) else ()

@@ -32,7 +32,7 @@ class SoftmaxBeforeCrossEntropy(Rule):
         prediction = loss_input(call)
         if prediction is None:
             return
-        for when, value, related in alternatives(ctx, prediction):
+        for when, value, related in alternatives(ctx, prediction, lambda v: f"the {v.op} is applied here"):
             if self._check(ctx, call, prediction, when, value, related):
                 return
 
@@ -47,9 +47,5 @@ class SoftmaxBeforeCrossEntropy(Rule):
                        "(or cross_entropy on the logits)")
         else:
             return False
-        ctx.report(self.info, call.node, message, related=_retitled(related, f"the {value.op} is applied here"))
+        ctx.report(self.info, call.node, message, related=related)
         return True
-
-
-def _retitled(related: tuple, text: str) -> tuple:
-    return tuple((entry[0], text, *entry[2:]) if entry[1] == "made here" else entry for entry in related)

@@ -21,7 +21,7 @@ class LogitsIntoProbabilityLoss(Rule):
         prediction = loss_input(call)
         if prediction is None:
             return
-        for when, value, related in alternatives(ctx, prediction):
+        for when, value, related in alternatives(ctx, prediction, lambda _: "the linear layer's output is made here"):
             if value.op != "matmul" or value.desc != LINEAR_OUTPUT:
                 continue  # `probs @ transition` mixes probabilities: only a Linear/Conv layer's raw output
             if call.op == "bce":
@@ -35,7 +35,6 @@ class LogitsIntoProbabilityLoss(Rule):
                 self.info, call.node,
                 f"`{ctx.code(call.node)}`: `{ctx.code(prediction, 40)}` is the raw output of a linear layer{when}; "
                 + consequence,
-                related=tuple((entry[0], "the linear layer's output is made here" if entry[1] == "made here"
-                               else entry[1], *entry[2:]) for entry in related),
+                related=related,
             )
             return
