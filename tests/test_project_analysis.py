@@ -5,6 +5,8 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from torchlint.api import check_paths
 
 
@@ -624,3 +626,49 @@ def test_a_fact_from_a_caller_in_another_module_names_the_callers_expression(tmp
     assert [(Path(f.path).name, f.code, f.line) for f in findings] == [("losses.py", "TL102", 6)]
     assert [(Path(r.path).name, r.line, r.column, r.message) for r in findings[0].related] == [
         ("train.py", 8, 13, "the softmax is applied here")]
+
+
+SEEDED_MAIN = """
+import random
+import torch
+from fl_train import fed_avg
+from data import Augmented
+
+
+def main(seed):
+    random.seed(seed)
+    torch.manual_seed(seed)
+    fed_avg(Augmented())
+"""
+FED_AVG = """
+import numpy as np
+
+
+def fed_avg(data, rounds=10):
+    for _ in range(rounds):
+        clients = np.random.choice(100, 10, replace=False)
+        print(clients)
+"""
+AUGMENTED = """
+import numpy as np
+from torch.utils.data import Dataset
+
+
+class Augmented(Dataset):
+    def __getitem__(self, idx):
+        return idx + np.random.rand()
+"""
+
+
+@pytest.mark.parametrize("changes, expected", [
+    ({}, [("main.py", "TL501", 9)]),  # the training loop picks clients with an unseeded np.random
+    ({"main.py": SEEDED_MAIN.replace("    random.seed(seed)", "    random.seed(seed)\n    import numpy\n"
+                                     "    numpy.random.seed(seed)")}, []),
+    ({"fl_train.py": FED_AVG.replace("np.random.choice(100, 10, replace=False)", "list(range(10))")}, []),
+    ({"fl_train.py": "import numpy as np\nimport torch\n\n\ndef fed_avg(data):\n    torch.manual_seed(0)\n"
+                     "    return np.random.choice(4, 2)\n"}, [("fl_train.py", "TL501", 6)]),  # reported there once
+], ids=["unseeded-import", "seeded-in-main", "no-draw", "module-reports-it-itself"])
+def test_partial_seeding_counts_the_draws_of_imported_modules(tmp_path, changes, expected):
+    """Draws in per-item dataset code do not count: DataLoader workers reseed NumPy themselves."""
+    files = {"main.py": SEEDED_MAIN, "fl_train.py": FED_AVG, "data.py": AUGMENTED, **changes}
+    assert [f for f in found(make(tmp_path, files)) if f[1] == "TL501"] == expected

@@ -932,6 +932,68 @@ CASES = {
                 return self.items[idx] + self.random.random()
         loader = DataLoader(Jitter([1.0]), num_workers=1)
         """, {("TL504", 7)}),
+    "generator remade in every worker from the clock in seconds; loader settings spread from a dict": ("""
+        import time
+        import numpy as np
+        import torch
+        from torch.utils.data import DataLoader, IterableDataset, get_worker_info
+        class Masker:
+            def __init__(self):
+                self.rng = np.random.default_rng(int(time.time()))
+            def reset(self):
+                self.rng = np.random.default_rng(int(time.time()))
+            def __call__(self, x):
+                return x[self.rng.uniform(size=len(x)) < 0.5]
+        class Stream(IterableDataset):
+            def __init__(self, items):
+                self.items, self.masker = items, Masker()
+            def shard(self):
+                info = get_worker_info()
+                return self.items if info is None else self.items[info.id::info.num_workers]
+            def __iter__(self):
+                self.masker.reset()
+                for item in self.shard():
+                    g = torch.Generator().manual_seed(int(item.sum()))
+                    yield self.masker(item + torch.rand(item.shape, generator=g))
+        params = {"batch_size": None, "num_workers": 8}
+        loader = DataLoader(Stream([]), **params)
+        """, {("TL504", 10)}),
+    "a generator of the item's own does not reseed the one the dataset holds": ("""
+        import numpy as np
+        import torch
+        from torch.utils.data import DataLoader, Dataset
+        class Noisy(Dataset):
+            def __init__(self, data):
+                self.data = data
+                self.rng = np.random.default_rng(0)
+            def __getitem__(self, idx):
+                g = torch.Generator().manual_seed(idx)
+                return self.data[idx] + self.rng.normal() + torch.rand(1, generator=g)
+        loader = DataLoader(Noisy(np.zeros(8)), num_workers=4)
+        """, {("TL504", 8)}),
+    "clean: the clock divided by the worker id, a single worker, or settings the dict does not give": ("""
+        import time
+        import numpy as np
+        from torch.utils.data import DataLoader, IterableDataset, get_worker_info
+        class Stream(IterableDataset):
+            def __init__(self, items):
+                self.items = items
+            def seed(self):
+                info = get_worker_info()
+                return int(time.time() / (info.id + 1 if info is not None else 1))
+            def __iter__(self):
+                rng = np.random.default_rng(self.seed())
+                for item in self.items:
+                    yield item * rng.random()
+        class Clocked(Stream):
+            def __iter__(self):
+                rng = np.random.default_rng(int(time.time()))
+                for item in self.items:
+                    yield item * rng.random()
+        DataLoader(Stream([]), num_workers=8)
+        DataLoader(Clocked([]), num_workers=1)
+        DataLoader(Clocked([]), **{"batch_size": 4})
+        """, set()),
     "clean: no workers, worker_init_fn, one persistent worker, no DataLoader for it": ("""
         import numpy as np
         from torch.utils.data import DataLoader, Dataset, get_worker_info

@@ -298,6 +298,22 @@ CASES = {
             torch.use_deterministic_algorithms(deterministic)
             torch.use_deterministic_algorithms(mode=deterministic, warn_only=False)
         """, {("TL502", 6), ("TL502", 7)}),
+    "Lightning Trainer with benchmark=True and deterministic runs asked for": ("""
+        import lightning as L
+        from pytorch_lightning import Trainer
+        a = L.Trainer(deterministic=True, benchmark=True)
+        b = Trainer(deterministic="warn", max_epochs=3,
+                    benchmark=True)
+        c = L.Trainer(benchmark=True)
+        d = Trainer(deterministic=True, benchmark=False)
+        e = Trainer(deterministic=args.deterministic, benchmark=not args.deterministic)
+        """, {("TL502", 4), ("TL502", 6)}),
+    "Lightning Trainer with benchmark=True where the script sets cudnn.deterministic": ("""
+        import torch
+        import pytorch_lightning as pl
+        torch.backends.cudnn.deterministic = True
+        trainer = pl.Trainer(max_epochs=5, benchmark=True)
+        """, {("TL502", 5)}),
     "clean: deterministic algorithms off, warn_only from a flag, or a program that never touches CUDA": ("""
         import torch
         def setup(args):
@@ -1018,3 +1034,25 @@ LAUNCHER = 'import os\n\nos.environ["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"\nfrom
 ], ids=["nothing", "launcher", "package-init", "run-script", "folder-script", "readme", "unlinked"])
 def test_cublas_workspace_set_elsewhere_in_the_project(tmp_path, extra, expected):
     assert _deterministic_project(tmp_path, extra) == expected
+
+
+@pytest.mark.parametrize("seeding, expected", [
+    ("torch.backends.cudnn.deterministic = True", [("pipeline.py", 6)]),
+    ("torch.use_deterministic_algorithms(True)", [("pipeline.py", 6)]),
+    ("torch.backends.cudnn.deterministic = False", []),
+], ids=["cudnn-deterministic", "deterministic-algorithms", "not-asked"])
+def test_trainer_benchmark_against_determinism_set_in_the_importing_script(tmp_path, seeding, expected):
+    """main.py asks for deterministic runs, then runs pipeline.py's Trainer(benchmark=True)."""
+    from pathlib import Path
+
+    from torchlint.api import check_paths
+
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "pipeline.py").write_text(
+        "from pytorch_lightning import Trainer\n\n\ndef make_trainer(epochs):\n"
+        "    return Trainer(max_epochs=epochs,\n                   benchmark=True)\n")
+    (tmp_path / "main.py").write_text(
+        f"import torch\nfrom pipeline import make_trainer\n\n{seeding}\nmake_trainer(3).fit(None)\n")
+    found = sorted((Path(f.path).relative_to(tmp_path).as_posix(), f.line)
+                   for f in check_paths([tmp_path], Settings()) if f.code == "TL502")
+    assert found == expected

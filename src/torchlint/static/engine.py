@@ -26,8 +26,8 @@ from torchlint.static.project import PROCESS_PROJECT
 from torchlint.static.rules import STATIC_RULES, Rule
 from torchlint.static.rules.base import DELETE_LINE
 
-# Every rule needs torch or numpy to be imported: files that never mention them are skipped unparsed.
-_RELEVANT = re.compile(r"\b(?:torch|numpy)\b")
+# Every rule needs torch, numpy or Lightning to be imported: files that never mention them are skipped unparsed.
+_RELEVANT = re.compile(r"\b(?:torch|numpy|lightning|pytorch_lightning)\b")
 _LONE_CR = re.compile(r"\r(?!\n)")
 
 

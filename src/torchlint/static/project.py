@@ -67,6 +67,7 @@ class Summary:
     loaders: list = field(default_factory=list)  # loaders.LoaderUse: the DataLoaders it builds
     calls_out: dict = field(default_factory=dict)  # module path -> qualname -> the calls it makes there
     fp16: Any = None  # the call that autocasts to float16, builds a GradScaler or makes a model .half()
+    seeding: Any = None  # seeding.SeedingUse: the global generators it seeds and draws from
     _fingerprints: dict[str, str] | None = None
 
     def fingerprints(self) -> dict[str, str]:
@@ -163,6 +164,7 @@ class Project:
         from torchlint.static.interpret.context import FileContext  # the walker imports this module
         from torchlint.static.interpret.loaders import loader_uses
         from torchlint.static.interpret.mixed_precision import fp16_evidence
+        from torchlint.static.interpret.seeding import seeding_use
         from torchlint.static.interpret.walker import Walker
 
         try:
@@ -185,7 +187,8 @@ class Project:
         deps = dict(ctx.deps)
         deps[str(path)] = content_key(data)
         return Summary(path, deps[str(path)], dict(walker.frame.env), deps, module=module, checkpoints=saved,
-                       loaders=loader_uses(ctx), calls_out=sites.foreign, fp16=fp16_evidence(ctx))
+                       loaders=loader_uses(ctx), calls_out=sites.foreign, fp16=fp16_evidence(ctx),
+                       seeding=seeding_use(ctx))
 
     def module_of(self, path: str) -> cst.Module | None:
         """The syntax tree a summarised module was read from (for positions in it)."""

@@ -54,8 +54,9 @@ def code_text(source: str) -> str:
         return source
 
 
-def set_elsewhere(project: Project, file: Path, word: str, deps: dict[str, str]) -> Path | None:
-    """A project file that sets (or documents setting) `word` for `file`; it is added to `deps`."""
+def set_elsewhere(project: Project, file: Path, word: str, deps: dict[str, str], accept=None) -> Path | None:
+    """A project file that sets (or documents setting) `word` for `file`; it is added to `deps`.
+    With `accept`, only a Python module whose code passes ``accept(code_text)`` counts."""
     file = file.resolve()
     root = find_root(file)
     for other in _mentions(root, word):
@@ -74,10 +75,12 @@ def set_elsewhere(project: Project, file: Path, word: str, deps: dict[str, str])
             linked = file.is_relative_to(other.parent) or _runs_file(project, other, file, root)
         if linked:
             try:
-                deps[str(other)] = content_key(other.read_bytes())
+                data = other.read_bytes()
             except OSError:
                 continue
-            return other
+            deps[str(other)] = content_key(data)  # read: a change to it re-checks `file`
+            if accept is None or (suffix == ".py" and accept(code_text(data.decode("utf-8", "replace")))):
+                return other
     return None
 
 
@@ -155,6 +158,23 @@ def _imported(project: Project, start: Path) -> set[Path]:
                 seen.add(module)
                 todo.append(module)
     return seen
+
+
+def imported_within(project: Project, start: Path, levels: int, limit: int) -> list[Path]:
+    """Project modules `start` imports through at most `levels` imports, nearest first (at most `limit`)."""
+    start = start.resolve()
+    found: list[Path] = []
+    seen, frontier = {start}, [start]
+    for _ in range(levels):
+        following = []
+        for current in frontier:
+            for module in _imports_of(project, current):
+                if module not in seen and len(found) < limit:
+                    seen.add(module)
+                    found.append(module)
+                    following.append(module)
+        frontier = following
+    return found
 
 
 _IMPORTS: dict[tuple[str, int, int], tuple[Path, ...]] = {}

@@ -45,9 +45,27 @@ def loader_uses(ctx: FileContext) -> list[LoaderUse]:
 def _workers(ctx: FileContext, call: CallInfo) -> int | None:
     argument = call.param(_WORKERS_AT, "num_workers")
     if argument is None:
-        return 0
-    value = ctx.value(argument)
+        return _spread_workers(ctx, call)
+    return _count(ctx.value(argument))
+
+
+def _count(value) -> int | None:
     return int(value.const) if value.op == "const" and value.const is not None else None
+
+
+def _spread_workers(ctx: FileContext, call: CallInfo) -> int | None:
+    """num_workers from `DataLoader(ds, **params)`: the dict literal's entry, 0 when a known dict has
+    none, unknown otherwise."""
+    spreads = [arg.value for arg in call.node.args if arg.star == "**"]
+    if not spreads:
+        return 0
+    for spread in spreads:
+        value = ctx.value(spread)
+        if value.kind != "dict" or not value.node or None in value.keys:
+            return None
+        if "num_workers" in value.keys:
+            return _count(value.items[value.keys.index("num_workers")])
+    return 0
 
 
 def _given(call: CallInfo, position: int, name: str) -> bool:

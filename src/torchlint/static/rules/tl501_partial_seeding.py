@@ -2,44 +2,17 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import libcst as cst
+
 from torchlint.rule import RuleInfo
 from torchlint.static.interpret.context import CallInfo, FileContext
+from torchlint.static.interpret.seeding import SEEDERS, SEEDS_EVERYTHING, rng_used
+from torchlint.static.project_env import imported_within
 from torchlint.static.rules.base import Rule
 
-SEEDERS = {
-    "random.seed": "random",
-    "numpy.random.seed": "numpy",
-    "torch.manual_seed": "torch",
-    "torch.random.manual_seed": "torch",
-    "torch.cuda.manual_seed": "cuda",
-    "torch.cuda.manual_seed_all": "cuda",
-}
-SEEDS_EVERYTHING = frozenset({"seed_everything", "set_seed", "set_reproducible", "enable_full_determinism"})
-TORCH_RANDOM = frozenset({
-    "rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like", "normal", "bernoulli",
-    "multinomial", "poisson", "dropout", "Dropout", "random_split", "RandomSampler", "uniform_", "normal_",
-    "kaiming_uniform_", "kaiming_normal_", "xavier_uniform_", "xavier_normal_", "Linear", "Conv1d", "Conv2d",
-    "Conv3d", "LSTM", "GRU", "RNN", "Embedding", "MultiheadAttention", "TransformerEncoderLayer",
-})
-
-
-def rng_used(call: CallInfo) -> str | None:
-    if call.form != "function":
-        return None
-    qual = call.qual or ""
-    name = call.name
-    if qual.startswith("random.") and qual.count(".") == 1 and name not in ("seed", "Random", "SystemRandom",
-                                                                            "getstate", "setstate"):
-        return "random"
-    if qual.startswith("numpy.random.") and name not in ("seed", "default_rng", "RandomState", "Generator",
-                                                         "get_state", "set_state", "SeedSequence"):
-        return "numpy"
-    if qual.startswith("torch.") and name in TORCH_RANDOM:
-        return "torch"
-    if qual.endswith("DataLoader") and "shuffle" in call.kwargs:
-        return "torch"
-    return None
-
+IMPORT_LEVELS, MAX_IMPORTED = 2, 40  # project modules whose draws count as the program's
 
 class PartialSeeding(Rule):
     info = RuleInfo(
@@ -64,6 +37,8 @@ class PartialSeeding(Rule):
             if rng is not None:
                 used.setdefault(rng, call)
         missing = sorted(rng for rng in used if rng not in seeded)
+        if not missing:
+            self._imported_draws(ctx, seeds, seeded)
         if missing:
             first = used[missing[0]]
             names = {"random": "random.seed", "numpy": "np.random.seed", "torch": "torch.manual_seed"}
@@ -84,3 +59,38 @@ class PartialSeeding(Rule):
                         "(identical augmentations, runs not reproducible); pass worker_init_fn that seeds "
                         "them from torch.initial_seed(), and a seeded generator",
                     )
+
+    def _imported_draws(self, ctx: FileContext, seeds: list[CallInfo], seeded: set[str]) -> None:
+        """The program's other draws: project modules this file imports (two levels) that draw from a
+        generator neither this file nor any of them seeds, outside per-item code."""
+        if ctx.project is None or ctx.file is None:
+            return
+        modules = []
+        for path in imported_within(ctx.project, Path(ctx.file), IMPORT_LEVELS, MAX_IMPORTED):
+            summary = ctx.project.summary(path)
+            if summary is None or summary.seeding is None:
+                continue
+            ctx.deps[str(path)] = summary.key
+            if summary.seeding.everything:
+                return
+            seeded = seeded | summary.seeding.seeded
+            modules.append((path, summary.seeding))
+        for path, use in modules:
+            missing = sorted(rng for rng in use.draws if rng not in seeded)
+            if not missing or "torch" in use.seeded or len(use.seeded) > 1:
+                continue  # none, or the module's own check reports it (one finding per cause)
+            draw = use.draws[missing[0]]
+            names = {"random": "random.seed", "numpy": "np.random.seed", "torch": "torch.manual_seed"}
+            ctx.report(
+                self.info, seeds[0].node,
+                f"seeds {', '.join(sorted(seeded))} but {path.name}, which this file imports, draws from "
+                f"{', '.join(missing)} (`{_code(draw)}`), which stays unseeded: runs still differ. Add "
+                f"{', '.join(names[m] for m in missing)}",
+                related=((draw, f"draws from the unseeded {missing[0]} generator", str(path)),),
+            )
+            return
+
+
+def _code(node, limit: int = 40) -> str:
+    text = " ".join(cst.Module([]).code_for_node(node).split())
+    return text if len(text) <= limit else text[:limit - 1] + "…"

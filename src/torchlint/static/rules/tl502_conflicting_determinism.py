@@ -13,6 +13,8 @@ from torchlint.static.interpret.scopes import Mark
 from torchlint.static.project_env import code_mentions, code_text, set_elsewhere
 
 WORKSPACE = "CUBLAS_WORKSPACE_CONFIG"
+LIGHTNING = ("lightning.", "pytorch_lightning.")
+_DETERMINISTIC = re.compile(r"cudnn\s*\.\s*deterministic\s*=\s*True\b|use_deterministic_algorithms\s*\(\s*(mode\s*=\s*)?True\b")
 # Evidence that a file may run on CUDA: `.cuda()`, torch.cuda.*, a "cuda" device string, device_map=.
 _CUDA = re.compile(r"\.\s*cuda\s*\(|\btorch\s*\.\s*cuda\b|[\"']\s*cuda\b|\bdevice_map\b")
 
@@ -37,7 +39,7 @@ def env_names(ctx: FileContext) -> dict[str, list]:
 class ConflictingDeterminism(Rule):
     info = RuleInfo(
         "TL502", "conflicting-determinism", "warning",
-        "cudnn.deterministic with cudnn.benchmark, or deterministic algorithms without CUBLAS_WORKSPACE_CONFIG.",
+        "cudnn.deterministic with cudnn.benchmark (also a Lightning Trainer's), or deterministic algorithms without CUBLAS_WORKSPACE_CONFIG.",
         tags=("reproducibility",),
     )
 
@@ -50,6 +52,7 @@ class ConflictingDeterminism(Rule):
             ctx.report(self.info, benchmark.node,
                        "cudnn.benchmark = True autotunes to the fastest (possibly non-deterministic) kernel per "
                        "shape, defeating cudnn.deterministic = True set in this file; set benchmark = False")
+        self._trainer_benchmark(ctx)
         calls = [call for call in ctx.calls.values() if call.qual == "torch.use_deterministic_algorithms"
                  and _may_be_true(ctx, call.param(0, "mode")) and _may_be_false(call.kwargs.get("warn_only"))]
         if not calls or not _workspace_unset(ctx):
@@ -60,6 +63,40 @@ class ConflictingDeterminism(Rule):
                        "the first cuBLAS matmul raises 'Deterministic behavior was enabled ... "
                        "CUBLAS_WORKSPACE_CONFIG'. Set os.environ['CUBLAS_WORKSPACE_CONFIG'] = ':4096:8' before "
                        "CUDA starts (or export it), or pass warn_only=True")
+
+
+    def _trainer_benchmark(self, ctx: FileContext) -> None:
+        """`Trainer(benchmark=True)` in a program that asks for deterministic runs: Lightning sets
+        cudnn.benchmark = True when it builds the Trainer, after the script's own settings."""
+        for call in ctx.calls.values():
+            if call.name != "Trainer" or not (call.qual or "").startswith(LIGHTNING) \
+                    or not _is_true(call.kwargs.get("benchmark")):
+                continue
+            asked = call.kwargs.get("deterministic")
+            if _is_true(asked) or (isinstance(asked, cst.SimpleString) and asked.evaluated_value == "warn"):
+                where = "`deterministic=` of the same Trainer"
+            else:
+                where = _determinism_asked(ctx)
+                if where is None:
+                    continue
+            ctx.report(self.info, call.kwargs["benchmark"],
+                       f"`benchmark=True` makes the Trainer set cudnn.benchmark = True, so cuDNN autotunes its "
+                       f"convolution algorithms on every run and results differ between runs despite the "
+                       f"{where}; pass benchmark=False (or leave it unset: deterministic=True then defaults "
+                       f"it to False)")
+
+
+def _determinism_asked(ctx: FileContext) -> str | None:
+    """Where this program asks for deterministic cuDNN or algorithms: this file, or a project file
+    that imports it or that it imports."""
+    if _DETERMINISTIC.search(code_text(ctx.source)):
+        return "deterministic setting in this file"
+    if ctx.project is None or ctx.file is None:
+        return None
+    other = set_elsewhere(ctx.project, ctx.file, "deterministic", ctx.deps, accept=_DETERMINISTIC.search)
+    if other is not None:
+        return f"deterministic setting in {other.name}"
+    return None
 
 
 def _may_be_true(ctx: FileContext, mode) -> bool:

@@ -10,12 +10,15 @@ The rule follows each dataset class's per-item methods (``__getitem__``, ``__ite
 the methods, transforms and helpers they call, collects the generators they draw from, and keeps
 those created outside that per-item code (in ``__init__``, a factory, at module level). It reports
 when a DataLoader over the class (in the file, else in a project file that imports it) may start
-workers and has no ``worker_init_fn``, and the per-item code neither creates nor reseeds
-generators nor asks for the worker's seed (``get_worker_info()``, ``torch.initial_seed()``).
+workers and has no ``worker_init_fn``, and the per-item code neither creates nor reseeds the
+generators it holds nor asks for the worker's seed (``torch.initial_seed()``, ``get_worker_info()``
+in a function that names a seed). A generator made per item from the clock in whole seconds is
+reported too: workers started in the same second get the same seed.
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import libcst as cst
@@ -34,6 +37,8 @@ NOT_DRAWS = frozenset({"get_state", "getstate", "initial_seed", "spawn", "bit_ge
                        "__deepcopy__", "__copy__"})
 WORKER_SEEDS = frozenset({"torch.utils.data.get_worker_info", "torch.utils.data.dataloader.get_worker_info",
                           "torch.initial_seed", "torch.random.initial_seed"})
+WORKER_INFO = frozenset({"torch.utils.data.get_worker_info", "torch.utils.data.dataloader.get_worker_info"})
+_SEED_WORD = re.compile(r"\bseed\b")
 MAX_CALLS = 3000  # calls one class's per-item code may visit through followed methods
 
 
@@ -46,6 +51,7 @@ class _ItemCode:
         self.draws: dict[int, tuple[RngOrigin, CallInfo]] = {}  # by origin: the first draw
         self.functions: set[int] = set()
         self.seeds_itself = False
+        self.clock: dict[int, CallInfo] = {}  # generators made per item from the clock in whole seconds
         self.budget = MAX_CALLS
         todo = []
         for name in PER_ITEM:
@@ -62,15 +68,21 @@ class _ItemCode:
             for entry in body.walk(expand=False):
                 if isinstance(entry, CallInfo):
                     self.budget -= 1
-                    todo.extend(self._call(entry, owner, anchor))
+                    todo.extend(self._call(entry, owner, anchor, body))
 
-    def _call(self, call: CallInfo, owner, anchor: CallInfo | None) -> list:
+    def _call(self, call: CallInfo, owner, anchor: CallInfo | None, body: Body) -> list:
         """Record what the call does; return the bodies it runs, with their `self` class."""
         here = self.ctx.calls.get(id(call.node)) is call
         site = call if here else anchor
         self._draws_through_arguments(call, owner, here, site)
         if call.form == "function":
-            if call.qual in GENERATOR_CLASSES or call.qual in WORKER_SEEDS:
+            if call.qual in GENERATOR_CLASSES and _clock_seconds(call.param(0, "seed")):
+                if site is not None:  # made in every worker, but workers started together get one seed
+                    self.clock.setdefault(id(call.node), site)
+            elif call.qual in GENERATOR_CLASSES and _bound_to_local(body.node, call.node):
+                pass  # a generator of its own for this item (`g = torch.Generator().manual_seed(idx)`)
+            elif call.qual in GENERATOR_CLASSES or call.qual in WORKER_SEEDS and (
+                    call.qual not in WORKER_INFO or _mentions_seed(body.node)):
                 self.seeds_itself = True  # a generator made per item, or seeded from the worker's seed
             return []
         follow = []
@@ -78,7 +90,8 @@ class _ItemCode:
             receiver = self._resolve(call.receiver, owner, here)
             if receiver.kind == "rng":
                 if call.name in RESEEDS:
-                    self.seeds_itself = True
+                    if not _fresh(call.receiver, receiver.rng, body):  # not `torch.Generator().manual_seed(i)`
+                        self.seeds_itself = True
                 elif call.name not in NOT_DRAWS:
                     self._draw(receiver.rng, site)
             elif receiver.kind in ("instance", "class") and receiver.cls is not None:
@@ -130,12 +143,72 @@ class _ItemCode:
                 return holder.cls.find("attrs", node.attr.value) or NOTHING
         return NOTHING
 
+    def clock_seeded(self) -> list[CallInfo]:
+        """Generators the per-item code makes from `int(time.time())`: the same seed in every worker
+        that starts within the same second."""
+        return [] if self.seeds_itself else list(self.clock.values())
+
     def shared(self) -> list[tuple[RngOrigin, CallInfo]]:
         """Draws from generators created outside the per-item code: one copy per worker, same state."""
         if self.seeds_itself:
             return []
         return [(origin, site) for origin, site in self.draws.values()
                 if origin.function is None or id(origin.function) not in self.functions]
+
+
+def _fresh(receiver, origin: RngOrigin | None, body: Body) -> bool:
+    """The reseeded generator is one this per-item function makes itself (the reseed only sets up
+    its own generator, not one the object holds)."""
+    if isinstance(receiver, cst.Call):
+        return True
+    return isinstance(receiver, cst.Name) and origin is not None and origin.function is body.node
+
+
+def _bound_to_local(function, call) -> bool:
+    """The generator made by `call` only goes to local names (`g = torch.Generator().manual_seed(i)`):
+    it replaces no generator the object holds."""
+    finder = _AssignOf(call)
+    function.visit(finder)
+    return finder.targets is not None and all(isinstance(t.target, cst.Name) for t in finder.targets)
+
+
+class _AssignOf(cst.CSTVisitor):
+    """The targets of the assignment whose value holds a given node (None: not in an assignment)."""
+
+    def __init__(self, node) -> None:
+        self.node, self.targets, self._open = node, None, []
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        self._open.append(node)
+
+    def leave_Assign(self, node: cst.Assign) -> None:
+        self._open.pop()
+
+    def on_visit(self, node) -> bool:
+        if node is self.node:
+            if self._open:
+                self.targets = self._open[-1].targets
+            return False
+        return self.targets is None and super().on_visit(node)
+
+
+def _mentions_seed(function) -> bool:
+    """The function that asks for the worker info also names a seed (`info.seed`, `seed = ...`): it
+    seeds from it, rather than only splitting the data by worker id."""
+    return _SEED_WORD.search(cst.Module([]).code_for_node(function)) is not None
+
+
+def _clock_seconds(node) -> bool:
+    """`int(time.time())`, `round(time.time())`, `math.floor(time.time())`: the clock in whole seconds."""
+    if not (isinstance(node, cst.Call) and len(node.args) == 1 and node.args[0].keyword is None):
+        return False
+    func, inner = node.func, node.args[0].value
+    truncates = (isinstance(func, cst.Name) and func.value in ("int", "round")) or (
+        isinstance(func, cst.Attribute) and func.attr.value in ("floor", "trunc")
+        and isinstance(func.value, cst.Name) and func.value.value == "math")
+    return truncates and isinstance(inner, cst.Call) and not inner.args and isinstance(inner.func, cst.Attribute) \
+        and inner.func.attr.value == "time" and isinstance(inner.func.value, cst.Name) \
+        and inner.func.value.value == "time"
 
 
 def _is_super(node) -> bool:
@@ -160,8 +233,9 @@ class RngSharedByWorkers(Rule):
         for cls in classes:
             if not any(cls.find("methods", name) is not None for name in PER_ITEM):
                 continue
-            shared = _ItemCode(ctx, cls).shared()
-            if not shared:
+            item = _ItemCode(ctx, cls)
+            shared, clock = item.shared(), item.clock_seeded()
+            if not shared and not clock:
                 continue
             if uses is None:
                 uses = loader_uses(ctx)
@@ -169,8 +243,11 @@ class RngSharedByWorkers(Rule):
             if not loaders and ctx.project is not None and ctx.file is not None:
                 loaders = ctx.project.loaders_of(Path(ctx.file), cls.name, ctx.deps)
             risky = [u for u in loaders if u.copies_state]
-            if risky:
+            if shared and risky:
                 self._report(ctx, cls, shared, risky[0], reported)
+            parallel = [u for u in loaders if u.workers is None or u.workers > 1]
+            if clock and parallel:
+                self._report_clock(ctx, cls, clock, parallel[0], reported)
 
     def _report(self, ctx: FileContext, cls, shared, loader: LoaderUse, reported: set[int]) -> None:
         loader_here = loader.path == ctx.path
@@ -198,6 +275,25 @@ class RngSharedByWorkers(Rule):
                 f"`{cls.name}` draws from it for every item: {_consequence(loader)}. Seed it per worker "
                 "(worker_init_fn reseeding it from get_worker_info().seed) or create it in the worker",
                 related=tuple(related),
+            )
+
+
+    def _report_clock(self, ctx: FileContext, cls, clock: list[CallInfo], loader: LoaderUse,
+                      reported: set[int]) -> None:
+        workers = f"num_workers={loader.workers}" if loader.workers is not None else "num_workers that may be > 1"
+        where = "" if loader.path == ctx.path else f" in {Path(loader.path).name}"
+        for site in clock:
+            if id(site.node) in reported:
+                continue
+            reported.add(id(site.node))
+            related = ((loader.node, "its workers start together"),) if loader.path == ctx.path else ()
+            ctx.report(
+                self.info, site.node,
+                f"`{cls.name}` makes this generator in each worker of the DataLoader{where} ({workers}) from "
+                "the clock in whole seconds: workers start within the same second, so they get the same seed "
+                "and draw the same numbers (repeated masks/augmentations). Seed it from the worker "
+                "(get_worker_info().seed, or torch.initial_seed() in the worker)",
+                related=related,
             )
 
 
