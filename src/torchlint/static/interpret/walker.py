@@ -98,15 +98,20 @@ class Walker(Definitions, Expressions, Calls):
 
     # -- driver ----------------------------------------------------------------
     def run(self, module: cst.Module) -> None:
-        self.applied = guards.applied_functions(self.ctx.source)
-        body = Body("module", module, MODULE_SCOPE)
-        self.ctx.module_body = body
-        self.logs.append(body)
-        self._preregister(module.body, self.frame.env)
-        self.block(module.body)
-        self.ctx.names = self.frame.env
-        for handler in self.handlers[4]:
-            handler(self.ctx)
+        try:
+            self.applied = guards.applied_functions(self.ctx.source)
+            body = Body("module", module, MODULE_SCOPE)
+            self.ctx.module_body = body
+            self.logs.append(body)
+            self._preregister(module.body, self.frame.env)
+            self.block(module.body)
+            self.ctx.names = self.frame.env
+            for handler in self.handlers[4]:
+                handler(self.ctx)
+        finally:
+            # The dispatch tables hold bound methods of the walker: a reference cycle that would keep
+            # the walker, its context and the whole syntax tree alive until a cyclic-GC pass.
+            self._stmt = self._small = self._expr = {}
 
     def _preregister(self, statements, table: dict[str, Value]) -> None:
         """Functions get their (still empty) body log up front, so a call to one defined later
