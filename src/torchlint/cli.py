@@ -66,7 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
                        "baseline, report nothing")
 
     trace = sub.add_parser("trace", help="trace a model with torch.fx: symbolic shapes per layer, shape errors")
-    trace.add_argument("target", help="model.py:Net, package.module:Net, or a factory function")
+    trace.add_argument("target", help="model.py:Net, package.module:Net, a factory function, or hf:MODEL_TYPE / "
+                                      "hf:config.json (a transformers architecture without weights)")
     trace.add_argument("--input", action="append", default=[], metavar="SPEC",
                        help="input as dtype[dims], e.g. 'float32[B, 3, 224, 224]' (repeatable); inferred if absent")
     trace.add_argument("--init", help="constructor expression evaluated in the target's module, e.g. 'Net(d=512)'")
@@ -289,7 +290,10 @@ def _trace(args: argparse.Namespace) -> int:
     try:
         inputs = [parse_input(text) for text in args.input]
         target = load_target(args.target, args.init, args.init_kwargs)
-        if not inputs:
+        if not inputs and target.inputs:
+            inputs = list(target.inputs)
+            target.notes.append(f"no --input given; token ids {', '.join(map(str, inputs))}")
+        elif not inputs:
             inputs, assumed = infer_inputs(target.model)
             target.notes.append(f"no --input given; assumed {assumed}")
         report = propagate(target, trace(target, inputs), inputs)

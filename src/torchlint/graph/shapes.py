@@ -25,7 +25,7 @@ from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, Stateles
 
 from torchlint.finding import Finding
 from torchlint.graph.catalog import SHAPE_MISMATCH, SHAPE_SPECIALIZATION
-from torchlint.graph.errors import TraceInputError
+from torchlint.graph.errors import TraceInputError, clip_words
 from torchlint.graph.inputs import InputSpec
 from torchlint.graph.target import Target
 from torchlint.report.text import display_path
@@ -89,13 +89,13 @@ def trace(target: Target, inputs: list[InputSpec] | None = None) -> torch.fx.Gra
         graph = tracer.trace(target.model)
     except Exception as error:
         where = _user_frame_of_traceback(error, target.source)
-        reason = " ".join(str(error).split())[:200] or type(error).__name__
+        reason = clip_words(str(error), 200) or type(error).__name__
         if inputs:
             try:
                 with _quiet():
                     gm = _export(target, inputs)
             except Exception as export_error:
-                export_reason = " ".join(str(export_error).split()).split(" (unhinted")[0][:160]
+                export_reason = clip_words(" ".join(str(export_error).split()).split(" (unhinted")[0], 200)
                 raise TraceInputError(f"{target.name} does not trace with torch.fx{where}: {reason}; "
                                       f"torch.export failed too: {export_reason}") from None
             target.notes.append(f"torch.fx could not trace {target.name}{where}; traced with torch.export "
@@ -161,15 +161,21 @@ def _user_frame_of_traceback(error: BaseException, source: Path | None) -> str:
 
 
 def _source_of(node: torch.fx.Node, source: Path | None) -> tuple[str | None, int | None]:
+    """The innermost frame of the op's stack in the target's own file, else the innermost outside
+    torch (the library line inside the block that made the op, not the top-level forward)."""
     trace_text = node.stack_trace or ""
-    found = None
+    own = other = None
     for match in _FRAME.finditer(trace_text):
         path = Path(match.group("file"))
         if source is not None and path.resolve() == source:
-            found = (str(path), int(match.group("line")))
-        elif found is None and "site-packages/torch" not in match.group("file"):
-            found = (str(path), int(match.group("line")))
+            own = (str(path), int(match.group("line")))
+        elif not match.group("file").startswith(_TORCH_ROOT) and "site-packages/torch/" not in match.group("file"):
+            other = (str(path), int(match.group("line")))
+    found = own or other
     return found if found is not None else (None, None)
+
+
+_TORCH_ROOT = str(Path(torch.__file__).resolve().parent)
 
 
 class _Symbols:
@@ -333,12 +339,22 @@ def _module_of(node: torch.fx.Node, modules) -> tuple[str, str]:
         layer = modules.get(str(node.target))
         return str(node.target), type(layer).__name__ if layer is not None else "module"
     if node.op == "call_function":
+        owner = _export_module_path(node)
         if isinstance(node.target, torch._ops.OpOverload):
-            return "-", f"aten.{node.target.overloadpacket.__name__}"
-        return "-", getattr(node.target, "__name__", str(node.target))
+            return owner, f"aten.{node.target.overloadpacket.__name__}"
+        return owner, getattr(node.target, "__name__", str(node.target))
     if node.op == "call_method":
         return "-", f".{node.target}()"
     return "-", {"placeholder": "input", "output": "output", "get_attr": "attribute"}.get(node.op, node.op)
+
+
+def _export_module_path(node: torch.fx.Node) -> str:
+    """The innermost module an exported op ran in (`transformer.h.0.attn.c_attn`), '-' for the root."""
+    stack = node.meta.get("nn_module_stack")
+    if not stack:
+        return "-"
+    path = str(list(stack.values())[-1][0])
+    return path if path and not path.startswith("_") else "-"
 
 
 def _row(node, result, modules, symbols: _Symbols, source) -> Row:

@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from torchlint.graph.errors import TraceInputError
+from torchlint.graph.errors import TraceInputError, with_root_cause
 
 
 @dataclass
@@ -24,6 +24,7 @@ class Target:
     source: Path | None  # the file that defines the target, when known
     notes: list[str] = field(default_factory=list)
     device: str = "meta"
+    inputs: list = field(default_factory=list)  # InputSpecs the target implies (hf: token ids)
 
 
 def _import_module(spec: str) -> ModuleType:
@@ -43,19 +44,14 @@ def _import_module(spec: str) -> ModuleType:
         except SystemExit as error:
             raise TraceInputError(f"importing {spec} called sys.exit({error.code})") from None
         except Exception as error:
-            raise TraceInputError(f"importing {spec} failed: {_one_line(error)}") from None
+            raise TraceInputError(f"importing {spec} failed: {with_root_cause(error)}") from None
         finally:
             sys.path.remove(str(path.resolve().parent))
         return module
     try:
         return importlib.import_module(spec)
     except Exception as error:
-        raise TraceInputError(f"cannot import module {spec!r}: {_one_line(error)}") from None
-
-
-def _one_line(error: BaseException) -> str:
-    text = " ".join(str(error).split()) or type(error).__name__
-    return f"{type(error).__name__}: {text}" if not text.startswith(type(error).__name__) else text
+        raise TraceInputError(f"cannot import module {spec!r}: {with_root_cause(error)}") from None
 
 
 def _kwargs(init_kwargs: str | None) -> dict[str, Any]:
@@ -73,8 +69,13 @@ def _kwargs(init_kwargs: str | None) -> dict[str, Any]:
 def load_target(spec: str, init: str | None = None, init_kwargs: str | None = None, on_meta: bool = True) -> Target:
     """`spec` is FILE.py:NAME or package.module:NAME; NAME is an nn.Module class or a factory.
     Built on the meta device (no memory) unless on_meta is False (`run` needs real weights)."""
+    if spec.startswith("hf:"):
+        from torchlint.graph.hf_target import TOKENS, load_hf
+
+        model, name, notes = load_hf(spec[3:], _kwargs(init_kwargs))
+        return Target(model, name, None, notes, "meta", [TOKENS])
     if ":" not in spec:
-        raise TraceInputError(f"target {spec!r} must look like model.py:Net or package.module:Net")
+        raise TraceInputError(f"target {spec!r} must look like model.py:Net, package.module:Net or hf:gpt2")
     module_part, _, name = spec.rpartition(":")
     module = _import_module(module_part)
     if not hasattr(module, name):
@@ -112,10 +113,10 @@ def load_target(spec: str, init: str | None = None, init_kwargs: str | None = No
         except TraceInputError:
             raise
         except Exception as error:
-            raise TraceInputError(f"constructing {name} failed: {_one_line(error)}") from None
+            raise TraceInputError(f"constructing {name} failed: {with_root_cause(error)}") from None
         if on_meta:
             device = "cpu"
-            notes.append(f"the constructor could not run on the meta device ({_one_line(meta_error)}); built on CPU")
+            notes.append(f"the constructor could not run on the meta device ({with_root_cause(meta_error)}); built on CPU")
     if not isinstance(model, torch.nn.Module):
         raise TraceInputError(f"{name}(...) returned {type(model).__name__}, not an nn.Module")
     model.eval()
