@@ -994,6 +994,43 @@ CASES = {
         DataLoader(Clocked([]), num_workers=1)
         DataLoader(Clocked([]), **{"batch_size": 4})
         """, set()),
+    "worker_init_fn reseeding with a seed every worker shares (through partial, through a local)": ("""
+        import random
+        from functools import partial
+        import numpy as np
+        import torch
+        from torch.utils.data import DataLoader, TensorDataset
+        def init_worker(worker_id, rank, seed):
+            worker_seed = rank + seed
+            random.seed(worker_seed)
+            np.random.seed(worker_seed)
+        def fixed(worker_id):
+            torch.manual_seed(1234)
+        ds = TensorDataset(torch.zeros(8))
+        a = DataLoader(ds, num_workers=4, worker_init_fn=partial(init_worker, rank=0, seed=11))
+        b = DataLoader(ds, num_workers=2, worker_init_fn=fixed)
+        """, {("TL504", 10), ("TL504", 12)}),
+    "clean: worker_init_fn seeded from the worker id, torch.initial_seed() or the worker info": ("""
+        import random
+        import numpy as np
+        import torch
+        from torch.utils.data import DataLoader, TensorDataset, get_worker_info
+        def by_id(worker_id, base=7):
+            np.random.seed(base + worker_id)
+        def by_initial(worker_id):
+            seed = torch.initial_seed() % 2**32
+            np.random.seed(seed)
+            random.seed(seed)
+        def by_info(worker_id):
+            np.random.seed(get_worker_info().seed % 2**32)
+        def fixed(worker_id):
+            np.random.seed(0)
+        ds = TensorDataset(torch.zeros(8))
+        DataLoader(ds, num_workers=4, worker_init_fn=by_id)
+        DataLoader(ds, num_workers=4, worker_init_fn=by_initial)
+        DataLoader(ds, num_workers=4, worker_init_fn=by_info)
+        DataLoader(ds, num_workers=0, worker_init_fn=fixed)
+        """, set()),
     "clean: no workers, worker_init_fn, one persistent worker, no DataLoader for it": ("""
         import numpy as np
         from torch.utils.data import DataLoader, Dataset, get_worker_info

@@ -28,6 +28,7 @@ from torchlint.static.facts.values import GENERATOR_CLASSES, NOTHING, RngOrigin,
 from torchlint.static.interpret.context import CallInfo, FileContext
 from torchlint.static.interpret.loaders import LoaderUse, loader_uses
 from torchlint.static.interpret.scopes import Body
+from torchlint.static.interpret.worker_seeding import init_function, shared_reseeds
 from torchlint.static.rules.base import Rule
 
 PER_ITEM = ("__getitem__", "__getitems__", "__iter__", "__next__")
@@ -39,6 +40,7 @@ WORKER_SEEDS = frozenset({"torch.utils.data.get_worker_info", "torch.utils.data.
                           "torch.initial_seed", "torch.random.initial_seed"})
 WORKER_INFO = frozenset({"torch.utils.data.get_worker_info", "torch.utils.data.dataloader.get_worker_info"})
 _SEED_WORD = re.compile(r"\bseed\b")
+RESEED_ORDER = ("numpy.random.seed", "random.seed", "torch.manual_seed", "torch.random.manual_seed")
 MAX_CALLS = 3000  # calls one class's per-item code may visit through followed methods
 
 
@@ -224,6 +226,7 @@ class RngSharedByWorkers(Rule):
     )
 
     def on_end(self, ctx: FileContext) -> None:
+        self._shared_worker_seeds(ctx)
         classes = [v.cls for v in ctx.names.values()
                    if v.kind == "class" and v.cls is not None and v.cls.module == ctx.path]
         if not classes:
@@ -295,6 +298,36 @@ class RngSharedByWorkers(Rule):
                 "(get_worker_info().seed, or torch.initial_seed() in the worker)",
                 related=related,
             )
+
+
+    def _shared_worker_seeds(self, ctx: FileContext) -> None:
+        """`worker_init_fn` reseeding random/NumPy/torch with a seed all workers share."""
+        for use in loader_uses(ctx):
+            if use.workers == 0 or not use.seeded:
+                continue
+            call = ctx.calls.get(id(use.node))
+            found = init_function(ctx, call.param(10, "worker_init_fn")) if call is not None else None
+            if found is None:
+                continue
+            reseeds = shared_reseeds(*found)
+            if not reseeds:
+                continue
+            first = min(reseeds, key=lambda c: RESEED_ORDER.index(c.qual) if c.qual in RESEED_ORDER else 9)
+            if self._claimed(ctx, first.node):
+                continue  # one finding per worker_init_fn, however many loaders use it
+            names = ", ".join(sorted({ctx.code(c.node.func) for c in reseeds}))
+            ctx.report(
+                self.info, first.node,
+                f"worker_init_fn `{found[0].name.value}` reseeds {names} with a seed every DataLoader worker "
+                "shares (it depends neither on the worker id nor on torch.initial_seed()), and the same again "
+                "every epoch: all workers draw the same augmentations/samples. Seed from "
+                "torch.initial_seed() % 2**32 in the worker",
+                related=((use.node, "the DataLoader whose workers it seeds"),),
+            )
+
+    @staticmethod
+    def _claimed(ctx: FileContext, node) -> bool:
+        return any(p.node is node and p.rule.code == "TL504" for p in ctx.pending)
 
 
 def _consequence(loader: LoaderUse) -> str:
