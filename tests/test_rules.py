@@ -550,6 +550,17 @@ CASES = {
             nn.ReLU(True),
         )
         """, {("TL203", 6), ("TL203", 8)}),
+    "in-place multiply of a product, whose backward reads it (prod, cumprod) in forward": ("""
+        import torch
+        class Jastrow(torch.nn.Module):
+            def forward(self, x, sign):
+                p = x.prod(-1)
+                p *= sign
+                c = torch.cumprod(x, dim=1)
+                c /= 2
+                q = x.prod(-1) * sign
+                return p + c.sum(1) + q
+        """, {("TL203", 6), ("TL203", 8)}),
     "clean: in-place ReLU after BatchNorm, out-of-place Dropout after ReLU, in a Sequential": ("""
         import torch.nn as nn
         block = nn.Sequential(nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8), nn.ReLU(inplace=True))

@@ -15,6 +15,7 @@ _SHARED = (
     "abs", "square", "clip", "maximum", "minimum", "matmul", "divide", "einsum", "where",
     "nansum", "nanmean", "amax", "amin", "max", "min", "count_nonzero", "bincount", "dot",
     "zeros", "ones", "zeros_like", "ones_like", "full", "floor", "ceil", "round", "trunc", "arange",
+    "prod", "cumprod",
 )
 FUNCTION_OPS: dict[str, str] = {prefix + name: name for prefix in _TORCH_NP for name in _SHARED}
 FUNCTION_OPS.update({
@@ -95,7 +96,7 @@ METHOD_OPS: dict[str, str] = {name: name for name in (
     "log", "log2", "log10", "log1p", "exp", "expm1", "sqrt", "rsqrt", "sigmoid", "softmax",
     "log_softmax", "logsumexp", "sum", "mean", "std", "var", "norm", "abs", "square", "pow",
     "relu", "clamp", "clamp_min", "matmul", "amax", "amin", "max", "min", "nansum", "nanmean",
-    "count_nonzero", "bincount", "tanh", "floor", "ceil", "round", "trunc",
+    "count_nonzero", "bincount", "tanh", "floor", "ceil", "round", "trunc", "prod", "cumprod",
 )}
 METHOD_OPS.update({
     "clip": "clamp", "clip_min": "clamp_min", "absolute": "abs", "div": "divide",

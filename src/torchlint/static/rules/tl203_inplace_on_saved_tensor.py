@@ -11,7 +11,8 @@ from torchlint.static.rules.base import Rule
 from torchlint.static.rules.tl202_inplace_on_leaf import is_inplace_method
 
 # Ops whose backward reads their own output.
-SAVES_OUTPUT = frozenset({"sigmoid", "tanh", "exp", "softmax", "log_softmax", "relu", "sqrt", "rsqrt"})
+SAVES_OUTPUT = frozenset({"sigmoid", "tanh", "exp", "softmax", "log_softmax", "relu", "sqrt", "rsqrt", "prod",
+                          "cumprod"})
 
 
 def _recorded(ctx: FileContext, node, value) -> bool:
