@@ -219,6 +219,55 @@ CASES = {
                 scaler.step(optimizer)
                 scaler.update()
         """, {("TL301", 4)}),
+    "zero_grad only on the AMP branch: the plain branch accumulates": ("""
+        import torch
+        def train(model, loader, optimizer, scaler, args):
+            for x, y in loader:
+                loss = ((model(x) - y) ** 2).mean()
+                if args.amp:
+                    optimizer.zero_grad()
+                    scaler.scale(loss).backward()
+                    scaler.step(optimizer)
+                    scaler.update()
+                else:
+                    loss.backward()
+                    optimizer.step()
+        """, {("TL301", 4)}),
+    "clean: zero_grad on both branches, before the if, or by a helper named for it": ("""
+        import torch
+        def both(model, loader, optimizer, scaler, args):
+            for x, y in loader:
+                loss = model(x).mean()
+                if args.amp:
+                    optimizer.zero_grad()
+                    scaler.scale(loss).backward()
+                    scaler.step(optimizer)
+                else:
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+        def before(model, loader, optimizer, scaler, args):
+            for x, y in loader:
+                optimizer.zero_grad()
+                loss = model(x).mean()
+                if args.amp:
+                    scaler.scale(loss).backward()
+                    scaler.step(optimizer)
+                else:
+                    loss.backward()
+                    optimizer.step()
+        def helper(model, loader, optimizer, trainer, args):
+            for x, y in loader:
+                trainer.zero_grad()
+                loss = model(x).mean()
+                if args.fp16:
+                    optimizer.zero_grad()
+                    (loss * 1024).backward()
+                    optimizer.step()
+                else:
+                    loss.backward()
+                    optimizer.step()
+        """, set()),
     "clean: gradient accumulation; grad = None": ("""
         import torch
         def train(model, loader, optimizer, k=4):

@@ -6,9 +6,16 @@ import libcst as cst
 
 from torchlint.rule import RuleInfo
 from torchlint.static.facts.ops import LOSS_OPS
-from torchlint.static.interpret.context import FileContext
+from torchlint.static.interpret.context import CallInfo, FileContext
 from torchlint.static.rules.base import Rule
-from torchlint.static.interpret.training import BACKWARD, STEP, ZERO_GRAD, innermost_training_loops, loop_header
+from torchlint.static.interpret.training import (
+    BACKWARD,
+    STEP,
+    ZERO_GRAD,
+    innermost_training_loops,
+    loop_header,
+    paths,
+)
 
 
 class MissingZeroGrad(Rule):
@@ -20,14 +27,54 @@ class MissingZeroGrad(Rule):
 
     def on_end(self, ctx: FileContext) -> None:
         for loop, steps in innermost_training_loops(ctx):
-            if any(a.kind == ZERO_GRAD for a in steps) or _own_gradients(ctx, steps):
+            if _own_gradients(ctx, steps):
                 continue
-            ctx.report(
-                self.info, loop_header(loop),
-                "this loop calls backward() and an optimizer step() but never clears the gradients "
-                "(zero_grad() / p.grad = None), so every step applies the sum of all previous gradients; "
-                "call optimizer.zero_grad() once per step",
-            )
+            if not any(a.kind == ZERO_GRAD for a in steps):
+                ctx.report(
+                    self.info, loop_header(loop),
+                    "this loop calls backward() and an optimizer step() but never clears the gradients "
+                    "(zero_grad() / p.grad = None), so every step applies the sum of all previous gradients; "
+                    "call optimizer.zero_grad() once per step",
+                )
+                continue
+            path = _path_without_zero_grad(steps)
+            if path is not None and not _other_clearing(loop, path[2]):
+                flags, step, _ = path
+                ctx.report(
+                    self.info, loop_header(loop),
+                    f"when {flags}, this loop calls backward() and `{ctx.code(step.node, 40)}` but clears the "
+                    "gradients only on the other branch: on this configuration every step applies the sum "
+                    "of all previous gradients; call optimizer.zero_grad() on both branches (or before the if)",
+                    related=((step.node, "the step on the branch without zero_grad()"),),
+                )
+
+
+def _path_without_zero_grad(steps) -> tuple[str, object, dict] | None:
+    """A combination of the loop's flags (`if args.amp:` / `else:`) on which backward and step run
+    but no zero_grad does: the flags in words and that path's step."""
+    for path in paths(steps):
+        kinds = {a.kind for a in path}
+        if BACKWARD in kinds and STEP in kinds and ZERO_GRAD not in kinds:
+            conds = {pair for a in path for pair in a.cond}
+            if not conds:
+                continue
+            words = " and ".join(f"`{name}` is {'true' if value else 'false'}" for name, value in sorted(conds))
+            return words, next(a for a in path if a.kind == STEP), dict(conds)
+    return None
+
+
+def _other_clearing(loop, assignment: dict[str, bool]) -> bool:
+    """A call on that path whose name says it clears gradients but that is not an optimizer's or a
+    model's zero_grad (`self.mp_trainer.zero_grad()`, `zero_master_grads(...)`): it may well do it."""
+    for entry in loop.walk():
+        if not isinstance(entry, CallInfo):
+            continue
+        func = entry.node.func
+        name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+        if "zero" in name and "grad" in name and all(
+                assignment.get(flag, value) == value for flag, value in entry.scope.cond):
+            return True
+    return False
 
 
 def _own_gradients(ctx: FileContext, steps) -> bool:
