@@ -20,6 +20,7 @@ SEEDERS = {
     "torch.cuda.manual_seed": "cuda",
     "torch.cuda.manual_seed_all": "cuda",
 }
+SEED_CALLS = {"random": "random.seed", "numpy": "np.random.seed", "torch": "torch.manual_seed"}  # the fix
 SEEDS_EVERYTHING = frozenset({"seed_everything", "set_seed", "set_reproducible", "enable_full_determinism"})
 TORCH_RANDOM = frozenset({
     "rand", "randn", "randint", "randperm", "rand_like", "randn_like", "randint_like", "normal", "bernoulli",

@@ -13,7 +13,7 @@ from __future__ import annotations
 import libcst as cst
 
 from torchlint.static.interpret.context import CallInfo, FileContext
-from torchlint.static.interpret.frames import params_of, positional_names
+from torchlint.static.interpret.frames import positional_names
 from torchlint.static.interpret.scopes import Body
 
 GLOBAL_RESEEDS = frozenset({"random.seed", "numpy.random.seed", "torch.manual_seed", "torch.random.manual_seed"})
@@ -42,7 +42,6 @@ def shared_reseeds(function: cst.FunctionDef, body: Body) -> list[CallInfo]:
     if not names:
         return []
     worker = {names[0]}  # the worker id PyTorch passes
-    params = {p.name.value for p in params_of(function.params)}
     local: dict[str, cst.BaseExpression] = {}
     for statement in _statements(function):
         if isinstance(statement, cst.Assign) and len(statement.targets) == 1 \
@@ -51,7 +50,7 @@ def shared_reseeds(function: cst.FunctionDef, body: Body) -> list[CallInfo]:
     found = []
     for entry in body.walk(expand=False):
         if isinstance(entry, CallInfo) and entry.form == "function" and entry.qual in GLOBAL_RESEEDS \
-                and entry.args and _shared(entry.args[0], worker, params, local, set()):
+                and entry.args and _shared(entry.args[0], worker, local, set()):
             found.append(entry)
     return found
 
@@ -65,7 +64,7 @@ def _statements(function: cst.FunctionDef):
             yield from line.body
 
 
-def _shared(node, worker: set[str], params: set[str], local: dict, seen: set[str]) -> bool:
+def _shared(node, worker: set[str], local: dict, seen: set[str]) -> bool:
     """Every worker computes the same value: literals, shared names, arithmetic on them."""
     if isinstance(node, (cst.Integer, cst.Float)):
         return True
@@ -74,14 +73,14 @@ def _shared(node, worker: set[str], params: set[str], local: dict, seen: set[str
         if name in worker or name in seen:
             return False
         if name in local:
-            return _shared(local[name], worker, params, local, seen | {name})
+            return _shared(local[name], worker, local, seen | {name})
         return True  # a parameter bound by partial() or a default, or a module-level name
     if isinstance(node, cst.Attribute):
-        return isinstance(node.value, cst.Name) and _shared(node.value, worker, params, local, seen)
+        return isinstance(node.value, cst.Name) and _shared(node.value, worker, local, seen)
     if isinstance(node, cst.BinaryOperation):
-        return _shared(node.left, worker, params, local, seen) and _shared(node.right, worker, params, local, seen)
+        return _shared(node.left, worker, local, seen) and _shared(node.right, worker, local, seen)
     if isinstance(node, cst.UnaryOperation):
-        return _shared(node.expression, worker, params, local, seen)
+        return _shared(node.expression, worker, local, seen)
     if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in PLAIN:
-        return all(_shared(arg.value, worker, params, local, seen) for arg in node.args)
+        return all(_shared(arg.value, worker, local, seen) for arg in node.args)
     return False  # a call, a subscript, anything else: may differ per worker

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import libcst as cst
-
 from torchlint.rule import RuleInfo
 from torchlint.static.interpret.context import CallInfo, FileContext
-from torchlint.static.interpret.seeding import SEEDERS, SEEDS_EVERYTHING, rng_used
+from torchlint.static.interpret.seeding import SEED_CALLS, SEEDERS, SEEDS_EVERYTHING, rng_used
 from torchlint.static.project_env import imported_within
 from torchlint.static.rules.base import Rule
 
@@ -39,14 +37,13 @@ class PartialSeeding(Rule):
         missing = sorted(rng for rng in used if rng not in seeded)
         if not missing:
             self._imported_draws(ctx, seeds, seeded)
-        if missing:
+        else:
             first = used[missing[0]]
-            names = {"random": "random.seed", "numpy": "np.random.seed", "torch": "torch.manual_seed"}
             ctx.report(
                 self.info, seeds[0].node,
                 f"seeds {', '.join(sorted(seeded))} but this file also draws from "
                 f"{', '.join(missing)} (e.g. `{ctx.code(first.node, 40)}`), which stays unseeded: runs still "
-                f"differ. Add {', '.join(names[m] for m in missing)}",
+                f"differ. Add {', '.join(SEED_CALLS[m] for m in missing)}",
             )
         for call in calls:
             if call.form == "function" and (call.qual or "").endswith("DataLoader"):
@@ -80,17 +77,12 @@ class PartialSeeding(Rule):
             if not missing or "torch" in use.seeded or len(use.seeded) > 1:
                 continue  # none, or the module's own check reports it (one finding per cause)
             draw = use.draws[missing[0]]
-            names = {"random": "random.seed", "numpy": "np.random.seed", "torch": "torch.manual_seed"}
             ctx.report(
                 self.info, seeds[0].node,
                 f"seeds {', '.join(sorted(seeded))} but {path.name}, which this file imports, draws from "
-                f"{', '.join(missing)} (`{_code(draw)}`), which stays unseeded: runs still differ. Add "
-                f"{', '.join(names[m] for m in missing)}",
+                f"{', '.join(missing)} (`{ctx.code(draw, 40)}`), which stays unseeded: runs still differ. Add "
+                f"{', '.join(SEED_CALLS[m] for m in missing)}",
                 related=((draw, f"draws from the unseeded {missing[0]} generator", str(path)),),
             )
             return
 
-
-def _code(node, limit: int = 40) -> str:
-    text = " ".join(cst.Module([]).code_for_node(node).split())
-    return text if len(text) <= limit else text[:limit - 1] + "…"

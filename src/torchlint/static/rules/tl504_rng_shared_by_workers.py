@@ -26,7 +26,7 @@ import libcst as cst
 from torchlint.rule import RuleInfo
 from torchlint.static.facts.values import GENERATOR_CLASSES, NOTHING, RngOrigin, Value
 from torchlint.static.interpret.context import CallInfo, FileContext
-from torchlint.static.interpret.loaders import LoaderUse, loader_uses
+from torchlint.static.interpret.loaders import DATALOADERS, LoaderUse, loader_uses
 from torchlint.static.interpret.scopes import Body
 from torchlint.static.interpret.worker_seeding import init_function, shared_reseeds
 from torchlint.static.rules.base import Rule
@@ -226,12 +226,13 @@ class RngSharedByWorkers(Rule):
     )
 
     def on_end(self, ctx: FileContext) -> None:
-        self._shared_worker_seeds(ctx)
+        has_loader = any(c.form == "function" and c.qual in DATALOADERS for c in ctx.calls.values())
+        uses = loader_uses(ctx) if has_loader else []  # built once, for both checks
+        self._shared_worker_seeds(ctx, uses)
         classes = [v.cls for v in ctx.names.values()
                    if v.kind == "class" and v.cls is not None and v.cls.module == ctx.path]
         if not classes:
             return
-        uses: list[LoaderUse] | None = None
         reported: set[int] = set()
         for cls in classes:
             if not any(cls.find("methods", name) is not None for name in PER_ITEM):
@@ -240,8 +241,6 @@ class RngSharedByWorkers(Rule):
             shared, clock = item.shared(), item.clock_seeded()
             if not shared and not clock:
                 continue
-            if uses is None:
-                uses = loader_uses(ctx)
             loaders = [u for u in uses if any(d is cls for d in u.datasets)]
             if not loaders and ctx.project is not None and ctx.file is not None:
                 loaders = ctx.project.loaders_of(Path(ctx.file), cls.name, ctx.deps)
@@ -300,9 +299,10 @@ class RngSharedByWorkers(Rule):
             )
 
 
-    def _shared_worker_seeds(self, ctx: FileContext) -> None:
+    def _shared_worker_seeds(self, ctx: FileContext, uses: list[LoaderUse]) -> None:
         """`worker_init_fn` reseeding random/NumPy/torch with a seed all workers share."""
-        for use in loader_uses(ctx):
+        done: set[int] = set()  # one finding per worker_init_fn, however many loaders use it
+        for use in uses:
             if use.workers == 0 or not use.seeded:
                 continue
             call = ctx.calls.get(id(use.node))
@@ -313,8 +313,9 @@ class RngSharedByWorkers(Rule):
             if not reseeds:
                 continue
             first = min(reseeds, key=lambda c: RESEED_ORDER.index(c.qual) if c.qual in RESEED_ORDER else 9)
-            if self._claimed(ctx, first.node):
-                continue  # one finding per worker_init_fn, however many loaders use it
+            if id(first.node) in done:
+                continue
+            done.add(id(first.node))
             names = ", ".join(sorted({ctx.code(c.node.func) for c in reseeds}))
             ctx.report(
                 self.info, first.node,
@@ -324,10 +325,6 @@ class RngSharedByWorkers(Rule):
                 "torch.initial_seed() % 2**32 in the worker",
                 related=((use.node, "the DataLoader whose workers it seeds"),),
             )
-
-    @staticmethod
-    def _claimed(ctx: FileContext, node) -> bool:
-        return any(p.node is node and p.rule.code == "TL504" for p in ctx.pending)
 
 
 def _consequence(loader: LoaderUse) -> str:
