@@ -84,7 +84,7 @@ def extract(project: Project) -> Path | None:
     """The project's files at its commit, extracted once; None when no mirror is on this machine."""
     target = EXTRACTED / project.name
     stamp = target / ".torchlint-corpus-commit"
-    if stamp.is_file() and stamp.read_text().strip() == project.commit:
+    if stamp.is_file() and stamp.read_text().strip() == f"{project.commit} {CONTENTS}":
         (target / ".git").mkdir(exist_ok=True)
         return target
     source = mirror(project)
@@ -120,15 +120,22 @@ def extract(project: Project) -> Path | None:
         destination.parent.mkdir(parents=True, exist_ok=True)
         destination.write_bytes(contents[offset:offset + size])
         offset += size + 1
-    stamp.write_text(project.commit + "\n")
+    stamp.write_text(f"{project.commit} {CONTENTS}\n")
     # A checkout's root holds .git: without it the project root would be found above the corpus
     (target / ".git").mkdir(exist_ok=True)
     return target
 
 
+METADATA = ("pyproject.toml", "setup.cfg", "setup.py", "environment.yml", "environment.yaml")
+CONTENTS = "py+metadata"  # what an extraction holds: a change re-extracts
+
+
 def _kept(name: str, project: Project) -> bool:
+    """Python files, and the metadata that says which PyTorch versions the project supports."""
     parts = name.split("/")
-    return name.endswith(".py") and not any(p in project.exclude for p in parts[:-1])
+    wanted = name.endswith(".py") or parts[-1] in METADATA or (
+        parts[-1].startswith("requirements") and parts[-1].endswith(".txt"))
+    return wanted and not any(p in project.exclude for p in parts[:-1])
 
 
 def python_files(root: Path) -> list[Path]:

@@ -26,6 +26,8 @@ def one_line_error(code, out, err):
     ("[tool.torchlint]\n\nselec = ['TL1']\n", "unknown key [tool.torchlint] selec in sub/pyproject.toml at line 3"),
     ("[tool.torchlint.TL120]\nmax_lr = 1\n",
      "unknown option TL120.max_lr in sub/pyproject.toml at line 1 (known: max-lr-adaptive, max-lr-sgd)"),
+    ("[tool.torchlint]\ntorch-version = 'new'\n", 'torch-version must be a version or specifier such as ">=1.8" '
+                                                 "in sub/pyproject.toml at line 2"),
     ("[tool.torchlint]\nmax-file-size = '5XB'\n", "invalid size '5XB' for max-file-size in sub/pyproject.toml "
                                                 "at line 2: expected e.g. 5MB, 500KB, a number of bytes, or 0 "
                                                 "for no limit"),

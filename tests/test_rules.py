@@ -561,6 +561,137 @@ CASES = {
                 q = x.prod(-1) * sign
                 return p + c.sum(1) + q
         """, {("TL203", 6), ("TL203", 8)}),
+    "a module writes into its input after the caller gave it to a layer": ("""
+        import torch
+        import torch.nn as nn
+        class Shuffle(nn.Module):
+            def forward(self, x):
+                h = x.size(2) // 2
+                out = x
+                out[:, :, :h] = x[:, :, h:].flip(2)
+                out[:, :, h:] = 0
+                return out
+        class Scale(nn.Module):
+            def forward(self, x, w):
+                x.mul_(w)
+                return x
+        class Block(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.conv = nn.Conv2d(8, 8, 3, padding=1)
+                self.shuffle = Shuffle()
+                self.scale = Scale()
+            def forward(self, x, w):
+                return self.conv(x) + self.shuffle(x) + self.scale(x, w)
+        """, {("TL203", 8), ("TL203", 13)}),
+    "clean: writes into a copy, into a list, after an activation, or into a rebound name": ("""
+        import torch
+        import torch.nn as nn
+        class Shuffle(nn.Module):
+            def forward(self, x):
+                h = x.size(2) // 2
+                out = x.clone()
+                out[:, :, :h] = 0
+                return out
+        class Heads(nn.Module):
+            def forward(self, x):
+                x[0] = x[0] * 2
+                return x
+        class Fill(nn.Module):
+            def forward(self, x):
+                x[:, 0] = 0
+                return x
+        class Block(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.conv = nn.Conv2d(8, 8, 3, padding=1)
+                self.act = nn.ReLU()
+                self.shuffle, self.heads, self.fill = Shuffle(), Heads(), Fill()
+            def forward(self, x, feats):
+                a = self.conv(x) + self.shuffle(x)
+                b = self.conv(feats[0]) + self.heads(feats)[0]
+                return a + b
+            def activated(self, x):
+                y = self.act(x)
+                return y + self.fill(x)
+            def rebuilt(self, x):
+                a = self.conv(x)
+                x = torch.zeros_like(a)
+                return self.fill(x)
+        """, set()),
+    "a sigmoid stored in a state dict by one method, logged by another": ("""
+        import torch
+        class Pointer(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.gate = torch.nn.Linear(8, 1)
+            def step(self, x, state):
+                state["gate"] = torch.sigmoid(self.gate(x))
+                state["hidden"] = x
+                return state
+            def mix(self, gate):
+                return gate.log()
+            def forward(self, x, state):
+                state = self.step(x, state)
+                return self.mix(state["gate"])
+        """, {("TL102", 12)}),
+    "clean: a stored sigmoid replaced by a clamped one, or by a key the code computes": ("""
+        import torch
+        class Pointer(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.gate = torch.nn.Linear(8, 1)
+            def step(self, x, state, name):
+                state["gate"] = torch.sigmoid(self.gate(x))
+                state["gate"] = state["gate"].clamp(min=1e-6)
+                return state
+            def other(self, x, state, name):
+                state["gate"] = torch.sigmoid(self.gate(x))
+                state[name] = x
+                return state
+            def mix(self, gate):
+                return gate.log()
+            def blend(self, gate):
+                return gate.log()
+            def forward(self, x, state, name):
+                return self.mix(self.step(x, state, name)["gate"]) + self.blend(self.other(x, state, name)["gate"])
+        """, set()),
+    "in-place op in a helper whose input carries a parameter's gradient history": ("""
+        import torch
+        class Pade(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.weight = torch.nn.Parameter(torch.ones(1))
+            def kernel(self, r):
+                return r / (1.0 + self.weight * r)
+            def mixed(self, k, sign):
+                x = k.prod(-1)
+                x *= sign
+                return x
+            def energy(self, r, sign):
+                return self.mixed(self.kernel(r), sign)
+        """, {("TL203", 11)}),
+    "clean: the same helper fed detached values, numpy arrays, or called under no_grad": ("""
+        import numpy as np
+        import torch
+        class Pade(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.weight = torch.nn.Parameter(torch.ones(1))
+            def kernel(self, r):
+                return r / (1.0 + self.weight * r)
+            def mixed(self, k, sign):
+                x = k.prod(-1)
+                x *= sign
+                return x
+            def report(self, r, sign):
+                return self.mixed(self.kernel(r).detach(), sign)
+            def table(self, r, sign):
+                return self.mixed(np.exp(r), sign)
+        def stats(model, r, sign):
+            with torch.no_grad():
+                return model.mixed(model.kernel(r), sign)
+        """, set()),
     "clean: in-place ReLU after BatchNorm, out-of-place Dropout after ReLU, in a Sequential": ("""
         import torch.nn as nn
         block = nn.Sequential(nn.Conv2d(3, 8, 3), nn.BatchNorm2d(8), nn.ReLU(inplace=True))

@@ -18,9 +18,10 @@ else:  # pragma: no cover
 
 from torchlint.catalog import ENGINE_RULES, all_rules
 from torchlint.rule import RuleInfo
+from torchlint.static.torch_support import CONFIG_KEY, PROJECT_OPTIONS, from_setting
 
 KNOWN_KEYS = {"select", "ignore", "extend-select", "per-file-ignores", "exclude", "extend-exclude", "include",
-              "extend-include", "max-file-size"}
+              "extend-include", "max-file-size", "torch-version"}
 DEFAULT_INCLUDE = ("*.py", "*.pyi", "*.ipynb")
 DEFAULT_MAX_FILE_SIZE = 5 * 1000**2  # generated files beyond this are skipped with a note (see README)
 DEFAULT_EXCLUDE = (
@@ -215,6 +216,11 @@ def settings_from_table(table: dict[str, Any], path: Path | None = None, text: s
             raise ConfigError(f"unknown key [tool.torchlint] {key}{where}")
         if key == "max-file-size":
             settings.max_file_size = parse_size(value, f" for max-file-size{where}")
+            continue
+        if key == "torch-version":
+            if not isinstance(value, str) or from_setting(value) is None:
+                raise ConfigError(f"torch-version must be a version or specifier such as \">=1.8\"{where}")
+            settings.options[PROJECT_OPTIONS] = {CONFIG_KEY: value}
             continue
         if key == "per-file-ignores":
             if not isinstance(value, dict) or not all(_str_list(v) for v in value.values()):

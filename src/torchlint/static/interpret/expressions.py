@@ -71,6 +71,8 @@ class Expressions:
                 selected = selected or (isinstance(node.value, cst.Name) and node.value.value in index.checks)
         if base.kind == "param":
             return base.but(qual="view", node=node)  # `w[:, j]`: a view of the parameter, still its leaf's
+        if base.kind == "dict" and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
+            return stored_item(base, string_key(node.slice[0].slice.value))
         if base.kind or base.op == "const":
             return NOTHING
         if base is NOTHING:
@@ -192,6 +194,19 @@ def _either(body: Value, orelse: Value) -> Value:
     if HALF_DTYPE.kind in (body.kind, orelse.kind):
         return body if body.kind == HALF_DTYPE.kind else orelse
     return join(body, orelse)
+
+
+def stored_item(mapping: Value, key: str | None) -> Value:
+    """`d["k"]`: the value last stored under the literal key, unless a store under a key not known
+    (`d[name] = v`) came after it."""
+    if key is None:
+        return NOTHING
+    for index in range(len(mapping.keys) - 1, -1, -1):
+        if mapping.keys[index] == key:
+            return mapping.items[index] if index < len(mapping.items) else NOTHING
+        if mapping.keys[index] is None:
+            return NOTHING
+    return NOTHING
 
 
 def string_key(node) -> str | None:

@@ -401,10 +401,13 @@ class Walker(Definitions, Expressions, Calls):
             if isinstance(target.value, cst.Name):
                 name = target.value.value
                 old = self.frame.lookup(name)
+                key = string_key(target.slice[0].slice.value) if len(target.slice) == 1 and \
+                    isinstance(target.slice[0].slice, cst.Index) else None
                 if old.kind == "dict":  # `state["args"] = args`: one more item in the dict
-                    key = string_key(target.slice[0].slice.value) if len(target.slice) == 1 and \
-                        isinstance(target.slice[0].slice, cst.Index) else None
                     self.frame.env[name] = old.but(items=old.items + (value,), keys=old.keys + (key,))
+                elif key is not None and old.kind is None and old.op is None:
+                    # a mapping of unknown content (a parameter) filled by key: what is stored is known
+                    self.frame.env[name] = Value(kind="dict", items=(value,), keys=(key,))
                 elif any(isinstance(element.slice, cst.Index) and name in guards.checked_names(element.slice.value)
                        for element in target.slice):
                     self.checked([name])  # `norm[norm == 0] = 1`: the zeros are replaced

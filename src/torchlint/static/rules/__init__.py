@@ -26,6 +26,7 @@ from torchlint.static.rules.tl503_env_set_too_late import EnvSetTooLate
 from torchlint.static.rules.tl504_rng_shared_by_workers import RngSharedByWorkers
 from torchlint.static.rules.tl701_unsafe_load import UnsafeLoad
 from torchlint.static.rules.tl702_load_needs_weights_only_false import LoadNeedsWeightsOnlyFalse
+from torchlint.static.rules.tl703_load_pickles_on_old_torch import LoadPicklesOnOldTorch
 from torchlint.static.rules.tl102_log_of_probability import LogOfProbability
 from torchlint.static.rules.tl103_bce_on_probabilities import BceOnProbabilities
 from torchlint.static.rules.tl104_hand_written_bce import HandWrittenBce
@@ -90,6 +91,7 @@ STATIC_RULES: tuple[Rule, ...] = (
     RngSharedByWorkers(),
     UnsafeLoad(),
     LoadNeedsWeightsOnlyFalse(),
+    LoadPicklesOnOldTorch(),
 )
 
 __all__ = ["Rule", "STATIC_RULES"]

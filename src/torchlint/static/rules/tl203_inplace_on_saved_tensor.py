@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import libcst as cst
 
 from torchlint.rule import RuleInfo
 from torchlint.static.facts.ops import MODULE_OPS
 from torchlint.static.interpret.context import CallInfo, FileContext
+from torchlint.static.interpret.frames import positional_names
+from torchlint.static.interpret.input_writes import assigned_names, input_writes
 from torchlint.static.rules.base import Rule
 from torchlint.static.rules.tl202_inplace_on_leaf import is_inplace_method
 
@@ -19,6 +23,8 @@ def _recorded(ctx: FileContext, node, value) -> bool:
     """Evidence that autograd records the op: a forward method, a function that runs backward, or an
     input that is an activation (a linear/matmul output or a parameter). Optimizer-state math is not."""
     if value.of is not None and (value.of.unbounded or value.of.kind == "param"):
+        return True
+    if value.tracked is True:
         return True
     call = ctx.call(node)
     scope = call.scope if call is not None else ctx.scope_of(node)
@@ -82,7 +88,10 @@ class InplaceOnSavedTensor(Rule):
             self._check(ctx, call.node, call.args[0], f"`{ctx.code(call.node.func, 30)}` (in place)")
 
     def on_end(self, ctx: FileContext) -> None:
-        """Layers switched to in-place after construction (`m.inplace = True`): known once every loop is."""
+        """Layers switched to in-place after construction (`m.inplace = True`): known once every loop is;
+        modules whose forward writes into the tensor a caller already gave a layer."""
+        if "forward" in ctx.source:
+            _caller_tensors_written(self.info, ctx)
         flipped = _flipped(ctx)
         if not flipped:
             return
@@ -175,3 +184,85 @@ def _isinstance_names(node, target: str) -> list[str]:
     kinds = node.args[1].value
     elements = [e.value for e in kinds.elements] if isinstance(kinds, cst.Tuple) else [kinds]
     return [e.attr.value if isinstance(e, cst.Attribute) else getattr(e, "value", "") for e in elements]
+
+
+def _caller_tensors_written(info: RuleInfo, ctx: FileContext) -> None:
+    """`down = self.dense(x); top = self.shuffle(x)` where `Shuffle.forward` does `out = x;
+    out[:, :h] = ...`: the layer that took `x` first saved it for backward, and the second module
+    overwrites it. Reported at the writes (or at the call, when the module is in another file)."""
+    done: set[int] = ctx.memo.setdefault("tl203.caller_writes", set())
+    for body in ctx.functions:
+        node = body.node
+        if not isinstance(node, cst.FunctionDef) or body.scope.no_grad:
+            continue
+        params = set(positional_names(node.params))
+        used: dict[str, CallInfo] = {}  # parameter -> the first layer call that took it
+        rebound = None
+        for entry in body.walk(expand=False):
+            if not isinstance(entry, CallInfo) or entry.scope.no_grad:
+                continue
+            for index, writes, origin, owner in _writing_forwards(ctx, entry):
+                argument = entry.args[index] if index < len(entry.args) else None
+                name = argument.value if isinstance(argument, cst.Name) else None
+                if name not in used or used[name] is entry:
+                    continue
+                rebound = assigned_names(node) if rebound is None else rebound
+                if name in rebound:
+                    continue
+                _report_write(info, ctx, entry, used[name], name, writes, origin, owner, done)
+            if _keeps_input(entry):
+                for argument in entry.args:
+                    if isinstance(argument, cst.Name) and argument.value in params:
+                        used.setdefault(argument.value, entry)
+
+
+def _keeps_input(call: CallInfo) -> bool:
+    """A layer that may save its input for backward: a project module, or an nn layer other than an
+    activation (whose backward reads its output), dropout or identity."""
+    callee = call.callee
+    if callee.kind == "instance":
+        return True
+    if callee.kind != "module":
+        return False
+    layer = (callee.qual or "").rsplit(".", 1)[-1]
+    return MODULE_OPS.get(callee.qual or "") not in SAVES_OUTPUT and layer not in INPLACE_LAYERS and \
+        layer not in ("Identity", "Flatten", "Unflatten")
+
+
+def _writing_forwards(ctx: FileContext, call: CallInfo):
+    """(argument index, write statements, file, class name) for a call of a module whose forward
+    writes into a tensor it was given."""
+    callee = call.callee
+    if callee.kind != "instance" or callee.cls is None or any(a.star for a in call.node.args):
+        return
+    method = callee.cls.find("methods", "forward")
+    body = getattr(method, "body", None)
+    if body is None or not isinstance(body.node, cst.FunctionDef):
+        return
+    cache = ctx.memo.setdefault("tl203.input_writes", {})
+    writes = cache.get(id(body.node))
+    if writes is None:
+        writes = cache[id(body.node)] = input_writes(body.node)
+    for index, statements in writes.items():
+        yield index, statements, body.origin or ctx.path, callee.cls.name
+
+
+def _report_write(info: RuleInfo, ctx: FileContext, call: CallInfo, first: CallInfo, name: str, writes,
+                  origin: str, owner: str, done: set[int]) -> None:
+    here = origin == ctx.path
+    target = writes[0] if here else call.node
+    if id(target) in done or ctx.is_claimed(target):
+        return
+    done.add(id(target))
+    first_code, call_code = ctx.code(first.node, 40), ctx.code(call.node, 40)
+    more = f" (and {len(writes) - 1} more writes after it)" if here and len(writes) > 1 else ""
+    what = f"`{ctx.code(target, 50)}`{more} writes into" if here else \
+        f"`{owner}.forward` ({Path(origin).name}) writes into"
+    ctx.report(
+        info, target,
+        f"{what} the tensor its caller passes as `{name}` (`{call_code}`), which `{first_code}` took "
+        "first: a layer saves its input for backward, so backward fails with \"modified by an inplace "
+        f"operation\" (and the caller's `{name}` changes under it). Write into a copy ({name}.clone()) "
+        "or build the result out of place",
+        related=((call.node, f"the caller passes `{name}` here"), (first.node, f"`{name}` was used here first")),
+    )

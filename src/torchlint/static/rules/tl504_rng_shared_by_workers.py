@@ -30,6 +30,7 @@ from torchlint.static.interpret.loaders import DATALOADERS, LoaderUse, loader_us
 from torchlint.static.interpret.scopes import Body
 from torchlint.static.interpret.worker_seeding import init_function, shared_reseeds
 from torchlint.static.rules.base import Rule
+from torchlint.static.torch_support import TorchSupport, of_file
 
 PER_ITEM = ("__getitem__", "__getitems__", "__iter__", "__next__")
 CALLED = ("__call__", "forward")
@@ -41,6 +42,9 @@ WORKER_SEEDS = frozenset({"torch.utils.data.get_worker_info", "torch.utils.data.
 WORKER_INFO = frozenset({"torch.utils.data.get_worker_info", "torch.utils.data.dataloader.get_worker_info"})
 _SEED_WORD = re.compile(r"\bseed\b")
 RESEED_ORDER = ("numpy.random.seed", "random.seed", "torch.manual_seed", "torch.random.manual_seed")
+NUMPY_NOT_DRAWS = frozenset({"seed", "get_state", "set_state", "default_rng", "get_bit_generator",
+                             "set_bit_generator"})
+OLD_NUMPY_WORKERS = (1, 9)  # from this PyTorch on, each worker reseeds np.random itself
 MAX_CALLS = 3000  # calls one class's per-item code may visit through followed methods
 
 
@@ -54,6 +58,7 @@ class _ItemCode:
         self.functions: set[int] = set()
         self.seeds_itself = False
         self.clock: dict[int, CallInfo] = {}  # generators made per item from the clock in whole seconds
+        self.global_numpy: dict[int, CallInfo] = {}  # draws from NumPy's global generator
         self.budget = MAX_CALLS
         todo = []
         for name in PER_ITEM:
@@ -78,6 +83,8 @@ class _ItemCode:
         site = call if here else anchor
         self._draws_through_arguments(call, owner, here, site)
         if call.form == "function":
+            if _global_numpy_draw(call.qual) and site is not None:
+                self.global_numpy.setdefault(id(site.node), site)
             if call.qual in GENERATOR_CLASSES and _clock_seconds(call.param(0, "seed")):
                 if site is not None:  # made in every worker, but workers started together get one seed
                     self.clock.setdefault(id(call.node), site)
@@ -150,6 +157,10 @@ class _ItemCode:
         that starts within the same second."""
         return [] if self.seeds_itself else list(self.clock.values())
 
+    def global_draws(self) -> list[CallInfo]:
+        """Draws from `np.random`'s global state (reseeded per worker only since PyTorch 1.9)."""
+        return [] if self.seeds_itself else list(self.global_numpy.values())
+
     def shared(self) -> list[tuple[RngOrigin, CallInfo]]:
         """Draws from generators created outside the per-item code: one copy per worker, same state."""
         if self.seeds_itself:
@@ -192,6 +203,14 @@ class _AssignOf(cst.CSTVisitor):
                 self.targets = self._open[-1].targets
             return False
         return self.targets is None and super().on_visit(node)
+
+
+def _global_numpy_draw(qual: str | None) -> bool:
+    """`np.random.rand(...)`, `np.random.choice(...)`: a draw from NumPy's global generator."""
+    if not qual or not qual.startswith("numpy.random."):
+        return False
+    name = qual[len("numpy.random."):]
+    return "." not in name and name not in NUMPY_NOT_DRAWS and not name[:1].isupper()
 
 
 def _mentions_seed(function) -> bool:
@@ -238,8 +257,11 @@ class RngSharedByWorkers(Rule):
             if not any(cls.find("methods", name) is not None for name in PER_ITEM):
                 continue
             item = _ItemCode(ctx, cls)
-            shared, clock = item.shared(), item.clock_seeded()
-            if not shared and not clock:
+            shared, clock, numpy_draws = item.shared(), item.clock_seeded(), item.global_draws()
+            support = of_file(ctx) if numpy_draws else None
+            if support is None or not support.before(*OLD_NUMPY_WORKERS):
+                numpy_draws = []
+            if not shared and not clock and not numpy_draws:
                 continue
             loaders = [u for u in uses if any(d is cls for d in u.datasets)]
             if not loaders and ctx.project is not None and ctx.file is not None:
@@ -247,6 +269,8 @@ class RngSharedByWorkers(Rule):
             risky = [u for u in loaders if u.copies_state]
             if shared and risky:
                 self._report(ctx, cls, shared, risky[0], reported)
+            if numpy_draws and risky:
+                self._report_numpy(ctx, cls, numpy_draws[0], risky[0], support, reported)
             parallel = [u for u in loaders if u.workers is None or u.workers > 1]
             if clock and parallel:
                 self._report_clock(ctx, cls, clock, parallel[0], reported)
@@ -279,6 +303,24 @@ class RngSharedByWorkers(Rule):
                 related=tuple(related),
             )
 
+
+    def _report_numpy(self, ctx: FileContext, cls, site: CallInfo, loader: LoaderUse, support: TorchSupport,
+                      reported: set[int]) -> None:
+        if id(site.node) in reported:
+            return
+        reported.add(id(site.node))
+        workers = f"num_workers={loader.workers}" if loader.workers is not None else "num_workers that may be > 0"
+        where = "" if loader.path == ctx.path else f" in {Path(loader.path).name}"
+        related = ((loader.node, "this DataLoader forks the workers"),) if loader.path == ctx.path else ()
+        ctx.report(
+            self.info, site.node,
+            f"`{ctx.code(site.node, 50)}` draws from NumPy's global generator in `{cls.name}` for every item, "
+            f"and the project supports PyTorch {support.shown} ({_source_name(support)}): before PyTorch 1.9 "
+            f"the DataLoader{where} ({workers}, no worker_init_fn) does not reseed np.random in its workers: "
+            f"{_consequence(loader)}. Reseed NumPy per worker (worker_init_fn: "
+            "np.random.seed(torch.initial_seed() % 2**32)) or require torch>=1.9",
+            related=related,
+        )
 
     def _report_clock(self, ctx: FileContext, cls, clock: list[CallInfo], loader: LoaderUse,
                       reported: set[int]) -> None:
@@ -334,6 +376,10 @@ def _consequence(loader: LoaderUse) -> str:
     again = "" if loader.persistent else ", again every epoch"
     return ("each worker gets a copy in the same state, so all workers draw the same numbers (repeated "
             f"augmentations/samples{again})")
+
+
+def _source_name(support: TorchSupport) -> str:
+    return support.source if support.source.startswith("[") else f"read from {Path(support.source).name}"
 
 
 def _short(node) -> str:
