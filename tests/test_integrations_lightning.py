@@ -73,3 +73,23 @@ def test_the_callback_is_a_callback_of_the_package_in_use():
     from torchlint.integrations.pytorch_lightning import TorchlintCallback as Legacy
 
     assert isinstance(Legacy(), pl.Callback)
+
+
+class HalfAdam(Classifier):
+    def configure_optimizers(self):
+        return torch.optim.Adam(self.parameters(), lr=1e-3)
+
+
+def test_true_half_precision_with_adams_default_eps_is_reported_at_the_fit_start(capsys):
+    callback = TorchlintCallback(stop_on_event=False)
+    torch.manual_seed(0)
+    data = DataLoader(TensorDataset(torch.randn(32, 4) * 1e-3, torch.randint(0, 3, (32,))), batch_size=8)
+    trainer = L.Trainer(max_steps=3, precision="16-true", callbacks=[callback], logger=False,
+                        enable_checkpointing=False, enable_progress_bar=False, enable_model_summary=False,
+                        accelerator="cpu")
+    trainer.fit(HalfAdam(), data)  # the fit line
+    setup = callback.events[0]
+    assert (setup.code, setup.step, setup.line) == ("TL110", 0, inspect.currentframe().f_lineno - 2)
+    assert setup.message.startswith("`Adam` updates 2 float16 parameter tensor(s) (such as `fc.weight`) with eps=1e-08")
+    assert [e.code for e in callback.events[1:]] == ["TL906"]  # small gradients: the first update divided by 0
+    assert "TL110 risky-optimizer-config before the first step" in capsys.readouterr().err

@@ -4,7 +4,10 @@ Lightning only accepts callbacks derived from the `Callback` class of the packag
 comes from, so the class is made once per base (``make_callback``). It wraps `torchlint.watch`
 around the fit: the LightningModule and its first optimizer are watched with the same cheap checks
 as `torchlint run` (one device sync per step), the first event stops the fit cleanly
-(`trainer.should_stop`), and the events are logged as metrics and printed once on rank zero.
+(`trainer.should_stop`), and the events are logged as metrics and printed once on rank zero. At the
+fit's start the optimizer is checked against the parameters it updates (TL110: `precision="16-true"`
+keeps them float16, and an eps below float16's smallest value rounds to 0). Under `torchlint run` the
+process-wide watch already sees every step: the callback then only adds that check to its report.
 """
 
 from __future__ import annotations
@@ -12,7 +15,10 @@ from __future__ import annotations
 import sys
 from typing import Any
 
+from torchlint.integrations.common import describe, optimizer_events, process_watch, user_site
 from torchlint.runtime.records import Event
+
+FIX = 'use eps=1e-4 in `configure_optimizers`, or precision="16-mixed" (float32 master weights)'
 
 
 def make_callback(base: type, framework: str) -> type:
@@ -32,6 +38,13 @@ def make_callback(base: type, framework: str) -> type:
             from torchlint.runtime.watch import Watch
 
             optimizers = [getattr(o, "optimizer", o) for o in trainer.optimizers]
+            self.events = optimizer_events(optimizers[0], pl_module, FIX, user_site()) if optimizers else []
+            self._reported = 0
+            process = process_watch()
+            if process is not None:  # `torchlint run` watches the steps and reports this with its own
+                process.setup.extend(self.events)
+                return
+            self._publish(trainer, self.events)
             if not optimizers:
                 return
             self.watch = Watch(pl_module, optimizers[0], stop_at_first=True, **self.options).__enter__()
@@ -39,7 +52,8 @@ def make_callback(base: type, framework: str) -> type:
         def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
             if self.watch is None or not self.watch.events:
                 return
-            self._publish(trainer)
+            self._collect(self.watch)
+            self._publish(trainer, self.events)
             if self.stop_on_event:
                 trainer.should_stop = True
 
@@ -54,14 +68,15 @@ def make_callback(base: type, framework: str) -> type:
                 return
             watch, self.watch = self.watch, None
             watch.__exit__(None, None, None)  # checks the last update too
-            self.events = list(watch.events)
-            self._publish(trainer, watch)
+            self._collect(watch)
+            self._publish(trainer, self.events)
 
-        def _publish(self, trainer, watch=None) -> None:
-            events = (watch or self.watch).events
+        def _collect(self, watch) -> None:
+            setup = [e for e in self.events if e.step == 0]
+            self.events = setup + [e for e in watch.events if e not in setup]
+
+        def _publish(self, trainer, events: list[Event]) -> None:
             fresh = events[self._reported:]
-            if not fresh:
-                return
             self._reported = len(events)
             for event in fresh:
                 if trainer.logger is not None:
@@ -72,13 +87,3 @@ def make_callback(base: type, framework: str) -> type:
     TorchlintCallback.__module__ = f"torchlint.integrations.{framework}"
     return TorchlintCallback
 
-
-def describe(event: Event) -> str:
-    """One event as the text report prints it (with the static findings it confirms)."""
-    from torchlint.report.text import display_path
-
-    where = f"{display_path(event.file)}:{event.line}: " if event.file else ""
-    lines = [f"torchlint: {where}{event.code} {event.name} at step {event.step}: {event.message}"]
-    lines.extend(f"  confirms {f.code} {f.name} (static) at {display_path(f.path)}:{f.line}"
-                 for f in event.confirmed)
-    return "\n".join(lines)

@@ -8,6 +8,7 @@ import sys
 import traceback
 from dataclasses import dataclass
 
+from torchlint.runtime.attach import attached
 from torchlint.runtime.launch import Program, execute
 from torchlint.runtime.run import RunReport
 from torchlint.runtime.watch import StopRun, Watch
@@ -53,7 +54,7 @@ def run_script(program: Program, max_steps: int | None, explode_factor: float,
                     snapshot=snapshot, files=[file] if file else [])  # the script itself may hold the cause
     outcome = Outcome(0)
     try:
-        with watcher:
+        with watcher, attached():
             execute(program)
     except StopRun:
         pass
@@ -66,6 +67,9 @@ def run_script(program: Program, max_steps: int | None, explode_factor: float,
         traceback.print_exception(type(error), error, _users_part(error.__traceback__))
         outcome = Outcome(1)
     name = program.name if program.module else os.path.basename(program.target)
-    report = RunReport(name, [], "process", steps=watcher.step, events=watcher.events,
+    events = [*watcher.setup, *watcher.events]  # a framework's set-up problems come before the first step
+    for annotate in watcher.annotators:
+        annotate(events)
+    report = RunReport(name, [], "process", steps=watcher.step, events=events,
                        history=watcher.history, sources=watcher.sources())
     return report, outcome

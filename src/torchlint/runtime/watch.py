@@ -51,6 +51,8 @@ GRAD_BUDGET = 512 * 2**20  # bytes of outermost-output gradients kept per step f
 class Watch(SlowPath):
     """Watch a model and its optimizer; `events` holds what fired (the first problem by default)."""
 
+    process: Watch | None = None  # the process-wide watch (`torchlint run`) while it is on
+
     def __init__(self, model: torch.nn.Module | None, optimizer: torch.optim.Optimizer | None,
                  explode_factor: float = 1e3, warmup: int = 5, stop_at_first: bool = True,
                  max_steps: int | None = None, on_step=None, snapshot: bool = False, files=()) -> None:
@@ -66,6 +68,8 @@ class Watch(SlowPath):
         self._snapshots: dict[torch.optim.Optimizer, Snapshot] = {}
         self.step = 0
         self.events: list[Event] = []
+        self.setup: list[Event] = []  # found before the first step by a framework integration (TL110)
+        self.annotators: list = []  # a framework's functions that add its settings to the events, at the end
         self.history: list[StepStats] = []
         self._tracks: dict[torch.optim.Optimizer, Track] = {}
         # keyed by module object: names are resolved only on the slow path
@@ -100,6 +104,7 @@ class Watch(SlowPath):
             self._handles.append(register_module_forward_pre_hook(self._on_pre_forward))
             self._handles.append(register_module_forward_hook(self._on_forward, with_kwargs=True, always_call=True))
             self._handles.append(register_optimizer_step_pre_hook(self._before_step))
+            Watch.process = self
         else:
             for module in self.model.modules():
                 self._handles.append(module.register_forward_pre_hook(self._on_pre_forward))
@@ -116,6 +121,8 @@ class Watch(SlowPath):
         for handle in self._handles:
             handle.remove()
         self._handles.clear()
+        if Watch.process is self:
+            Watch.process = None
         if self._backward is not None:
             torch.Tensor.backward = self._backward
             self._backward = None
