@@ -1255,6 +1255,21 @@ CASES = {
         def buckets(positions, width):
             return torch.log(1 + torch.floor(positions / width)), torch.rand(3, 3).log()
         """, set()),
+    # --- TL703 load-pickles-on-old-torch (the supported versions come from the project) -----------
+    "default torch.load in a project that supports PyTorch 1.8": ("""
+        import torch
+        def restore(model, path, out):
+            model.load_state_dict(torch.load(path, map_location="cpu"))
+            torch.save(model.state_dict(), out)
+            return torch.load(out)
+        """, {("TL703", 4)}, ["TL703"], {"project": {"torch-version": ">=1.8"}}),
+    "clean: the same loads in a project that needs PyTorch 2.6, or with weights_only": ("""
+        import torch
+        def restore(model, path):
+            model.load_state_dict(torch.load(path, map_location="cpu"))
+        def explicit(path):
+            return torch.load(path, weights_only=True)
+        """, set(), ["TL703"], {"project": {"torch-version": ">=2.6"}}),
     "clean: log1p, expm1, logsumexp, log(2 + x), exp(x) - 2": ("""
         import torch
         def f(x):
@@ -1266,7 +1281,8 @@ CASES = {
 @pytest.mark.parametrize("name", list(CASES))
 def test_rule_case(name):
     source, expected, *opt_in = CASES[name]
-    settings = Settings(extend_select=opt_in[0]) if opt_in else None
+    options = opt_in[1] if len(opt_in) > 1 else {}  # project settings: {"project": {"torch-version": ...}}
+    settings = Settings(extend_select=opt_in[0], options=options) if opt_in else None
     assert codes_lines(source, settings=settings) == expected
 
 

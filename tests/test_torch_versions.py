@@ -156,3 +156,26 @@ def test_default_load_is_reported_only_where_the_project_supports_torch_before_2
 def test_tl703_is_off_by_default(tmp_path):
     write(tmp_path, {"load.py": LOADS, "requirements.txt": "torch>=1.8\n"})
     assert not [f for f in check_paths([tmp_path]) if f.code == "TL703"]
+
+
+TRAINER = """
+import torch
+from transformers import AutoModel, Trainer, TrainingArguments
+
+
+def build(path, data):
+    model = AutoModel.from_pretrained(path, torch_dtype=torch.float16)
+    return Trainer(model=model, args=TrainingArguments(output_dir="o"), train_dataset=data)
+"""
+
+
+@pytest.mark.parametrize(("requirements", "expected"), [
+    ("torch>=2.1\ntransformers>=4.40\n", {("TL110", 8)}),  # AdamW's foreach kernel: eps rounds to 0
+    ("torch>=2.8\ntransformers>=5.0\n", set()),  # the Trainer defaults to the fused AdamW (float32 math)
+    (None, {("TL110", 8)}),  # unknown: the non-fused default may run
+])
+def test_hf_trainer_default_eps_depends_on_the_default_optimizer(tmp_path, requirements, expected):
+    files = {"train.py": TRAINER}
+    if requirements is not None:
+        files["requirements.txt"] = requirements
+    assert {(f.code, f.line) for f in check_paths([write(tmp_path, files)]) if f.code == "TL110"} == expected

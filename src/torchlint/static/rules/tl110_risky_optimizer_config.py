@@ -15,10 +15,15 @@ from torchlint.static.interpret.expressions import string_key
 from torchlint.static.interpret.context import CallInfo, FileContext
 from torchlint.static.facts.values import literal_number
 from torchlint.static.rules.base import Rule
+from torchlint.static.torch_support import of_file
 
 ADAPTIVE = frozenset({"Adam", "AdamW", "RMSprop", "Adamax", "NAdam", "RAdam", "Adagrad", "Adadelta", "SparseAdam"})
 _DEFAULT_EPS = {"Adagrad": 1e-10, "Adadelta": 1e-6}
 FLOAT16_TINY = 5.96e-8  # smallest positive float16 (subnormal)
+
+
+# transformers' Trainer defaults to optim="adamw_torch_fused" on this PyTorch and later
+FUSED_DEFAULT = (2, 8)
 
 
 class RiskyOptimizerConfig(Rule):
@@ -55,6 +60,9 @@ class RiskyOptimizerConfig(Rule):
         arguments = _training_arguments(ctx, call, call.param(1, "args"))
         if arguments is None or "optim" in arguments.kwargs:
             return  # another optimizer than the default AdamW: its own eps rules
+        support = of_file(ctx)
+        if support is not None and not support.before(*FUSED_DEFAULT):
+            return  # the default is the fused AdamW, whose float32 math keeps eps (measured: no NaN)
         eps = arguments.kwargs.get("adam_epsilon")
         value = 1e-8 if eps is None else ctx.value(eps).const
         if value is None or value >= FLOAT16_TINY:
