@@ -156,8 +156,64 @@ def test_memory_growth_explained_by_static_finding():
     result = subprocess.run([sys.executable, "-m", "torchlint", "run", str(FIXTURES / "training" / "leaky_script.py")],
                             capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert result.returncode == 1, result.stdout + result.stderr
-    assert "TL904 memory-growth: step " in result.stdout and "MiB per step" in result.stdout
+    # found exactly at step 5 (the outputs of steps 1-3 still hold their graphs), not by a memory threshold
+    assert "TL908 graph-kept-alive-at-runtime: step 5: the autograd graphs of the model outputs of steps 1, 2, 3 " \
+        "are still alive" in result.stdout
     assert "explained by TL402 graph-kept-alive (static) at fixtures/training/leaky_script.py:19: " in result.stdout.replace(os.sep, "/")
+
+
+LOOP = """
+import torch
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1))
+opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+total, kept, last = 0.0, [], None
+for step in range(12):
+    for micro in range(2):
+        loss = model(torch.randn(32, 8)).pow(2).mean() / 2
+        loss.backward()
+    opt.step()
+{clear}
+{keep}
+print("done")
+"""
+
+
+@pytest.mark.parametrize(("clear", "keep", "expected"), [
+    ("    opt.zero_grad()", "    total += loss", "TL908 graph-kept-alive-at-runtime: step 5: the autograd graphs "
+                                                        "of the losses and model outputs of steps 1, 2, 3 are still alive"),
+    ("", "    total += loss.item()", "TL909 gradients-not-cleared: step 2: backward() (line 10 of train.py) started "
+                                     "while the 4 gradients of step 1 were still there"),
+    ("    opt.zero_grad(set_to_none=step % 2 == 0)", "    total += loss.item()\n    last = loss\n    kept.append(loss.detach())",
+     None),
+])
+def test_bookkeeping_is_confirmed_exactly(tmp_path, clear, keep, expected):
+    import subprocess
+    import sys
+
+    script = tmp_path / "train.py"
+    script.write_text(LOOP.replace("{clear}", clear).replace("{keep}", keep))
+    result = subprocess.run([sys.executable, "-m", "torchlint", "run", str(script)], capture_output=True, text=True,
+                            timeout=300, cwd=tmp_path)
+    if expected is None:  # accumulation over micro-batches, both ways of clearing, one step's loss kept
+        assert "No NaN/Inf" in result.stdout and "12 optimizer step(s)" in result.stdout, result.stdout + result.stderr
+    else:
+        assert expected in result.stdout, result.stdout + result.stderr
+        code = "TL402" if "TL908" in expected else "TL301"
+        assert f"explained by {code} " in result.stdout
+
+
+def test_memory_growth_without_kept_graphs_is_still_measured(tmp_path):
+    import subprocess
+    import sys
+
+    script = tmp_path / "cache.py"
+    script.write_text(LOOP.replace("range(12)", "range(40)").replace("{clear}", "    opt.zero_grad()").replace(
+        "{keep}", "    kept.append(torch.randn(1024, 1024))"))
+    result = subprocess.run([sys.executable, "-m", "torchlint", "run", str(script)], capture_output=True, text=True,
+                            timeout=300, cwd=tmp_path)
+    assert "TL904 memory-growth: step " in result.stdout and "MiB per step" in result.stdout, result.stdout
+    assert "TL908" not in result.stdout
 
 
 def test_repro_finds_the_first_differing_step_and_its_static_cause(capsys):

@@ -134,6 +134,7 @@ def test_a_replay_that_does_not_reproduce_says_so_and_restores_the_modules_state
     model = namespace["model"]
     with torchlint.watch(model, torch.optim.SGD(model.parameters(), lr=0.01), stop_at_first=False) as watcher:
         for _ in range(4):
+            watcher.optimizer.zero_grad()
             model(torch.randn(4, 8)).pow(2).mean().backward()
             watcher.optimizer.step()
     assert model[0].calls == 4  # the replay's own call was taken back

@@ -36,5 +36,16 @@ VANISHING_GRADIENT = RuleInfo(
     "Every gradient is 0, or below an adaptive optimizer's eps, for several steps in a row: the model does not "
     "learn (runtime).", tags=("runtime", "optimizer"), precision="high",
 )
+GRAPH_KEPT_ALIVE = RuleInfo(
+    "TL908", "graph-kept-alive-at-runtime", "warning",
+    "The autograd graphs of earlier steps' losses are still alive steps later: something keeps every step's "
+    "loss (runtime; confirms TL402 whatever the memory per step).", tags=("runtime", "memory"),
+    precision="very-high",
+)
+GRADIENTS_NOT_CLEARED = RuleInfo(
+    "TL909", "gradients-not-cleared", "error",
+    "backward() starts while the previous step's gradients are untouched since optimizer.step(): no "
+    "zero_grad() (runtime; confirms TL301).", tags=("runtime", "training-loop"), precision="very-high",
+)
 RUNTIME_RULES = (NON_FINITE_FORWARD, NON_FINITE_GRADIENT, EXPLODING_GRADIENT, MEMORY_GROWTH, NONDETERMINISTIC,
-                 NON_FINITE_PARAMETER, VANISHING_GRADIENT)
+                 NON_FINITE_PARAMETER, VANISHING_GRADIENT, GRAPH_KEPT_ALIVE, GRADIENTS_NOT_CLEARED)

@@ -15,6 +15,8 @@ EXPLAINED_BY = {
     "TL904": ("TL402",),  # memory growth: graphs kept alive
     "TL905": ("TL501", "TL502", "TL503"),  # nondeterminism: seeding and determinism settings
     "TL906": ("TL110", "TL109", "TL107"),  # NaN parameters: optimizer eps/lr, init, float16
+    "TL908": ("TL402",),  # earlier steps' graphs still alive
+    "TL909": ("TL301",),  # the last step's gradients not cleared
 }
 
 _checked: dict[tuple[str, int, int], list] = {}  # (path, mtime, size) -> its static findings

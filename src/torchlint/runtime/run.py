@@ -29,7 +29,7 @@ class RunReport:
 
 
 # the static rules whose mechanism the runtime checks can observe (numerics, memory, seeding)
-OBSERVABLE = ("TL1", "TL402")
+OBSERVABLE = ("TL1", "TL301", "TL402")
 
 
 def settle(report: RunReport, repro_ran: bool = False) -> RunReport:

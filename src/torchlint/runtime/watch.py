@@ -34,7 +34,8 @@ import time
 import torch
 
 from torchlint.runtime import replay
-from torchlint.runtime.catalog import MEMORY_GROWTH
+from torchlint.runtime.bookkeeping import GradClearing, GraphTracker, kept_alive_event, not_cleared_event
+from torchlint.runtime.catalog import GRAPH_KEPT_ALIVE, MEMORY_GROWTH
 from torchlint.runtime.causes import clipping_seen
 from torchlint.runtime.loss_window import LossWindow
 from torchlint.runtime.records import Call, Event, StepStats, StopRun, Track
@@ -91,6 +92,8 @@ class Watch(SlowPath):
         self._loss_window: LossWindow | None = None
         self._exits = contextlib.ExitStack()
         self._clock = time.perf_counter()
+        self._graphs = GraphTracker()
+        self._clearing = GradClearing()
 
     # -- installation ------------------------------------------------------------------
     def __enter__(self) -> Watch:
@@ -148,10 +151,20 @@ class Watch(SlowPath):
                 watcher._loss = tensor.detach()
                 caller = sys._getframe(1)
                 watcher._backward_site = (caller.f_code.co_filename, caller.f_lineno)
+                if not watcher._disabled:
+                    watcher._bookkeeping(tensor)
             return original(tensor, *args, **kwargs)
 
         self._backward = original
         torch.Tensor.backward = backward
+
+    def _bookkeeping(self, loss: torch.Tensor) -> None:
+        """At each backward: were the last step's gradients cleared; mark this loss's graph."""
+        try:
+            self._clearing.on_backward(self._backward_site)
+            self._graphs.mark(loss, self.step)
+        except Exception as error:
+            self._internal_error(error)
 
     def _on_pre_forward(self, module, args) -> None:
         if self._replaying or self._disabled:
@@ -202,6 +215,7 @@ class Watch(SlowPath):
                 self._roots[id(module)] = {type(m) for m in module.modules()}
             if out is not None and out.requires_grad and out.is_floating_point():
                 out.register_hook(lambda grad, c=call: self._keep_grad(c, grad))
+                self._graphs.mark(out, self.step, "output")
         if out is not None and out.is_floating_point():
             call_index = len(self._calls) - 1 if outermost else len(self._calls)
             self._sums.append((module, call_index, out.detach().float().sum()))
@@ -366,6 +380,12 @@ class Watch(SlowPath):
             if track.low_steps == self.warmup:
                 self._vanishing_event(optimizer, stats.grad_norm, floor)
             self._check_memory(stats.memory, params[0].device if params else torch.device("cpu"))
+            alive, kinds = self._graphs.kept_alive(self.step)
+            if alive and not any(e.code == GRAPH_KEPT_ALIVE.code for e in self.events):
+                self._record(kept_alive_event(self.step, alive, kinds))
+        stale, site = self._clearing.on_step(optimizer, params)
+        if stale and not self.events:
+            self._record(not_cleared_event(self.step, stale, site))
 
     def _after_last_step(self) -> None:
         """The parameters the final optimizer.step() left: one more sync, at the end of the run."""
