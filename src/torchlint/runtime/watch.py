@@ -34,7 +34,12 @@ import time
 import torch
 
 from torchlint.runtime import replay
-from torchlint.runtime.bookkeeping import GradClearing, GraphTracker, kept_alive_event, not_cleared_event
+from torchlint.runtime.bookkeeping import (
+    GradClearing,
+    GraphTracker,
+    kept_alive_event,
+    not_cleared_event,
+)
 from torchlint.runtime.catalog import GRAPH_KEPT_ALIVE, MEMORY_GROWTH
 from torchlint.runtime.causes import clipping_seen
 from torchlint.runtime.loss_window import LossWindow
