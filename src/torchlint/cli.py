@@ -72,6 +72,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="input as dtype[dims], e.g. 'float32[B, 3, 224, 224]' (repeatable); inferred if absent")
     trace.add_argument("--init", help="constructor expression evaluated in the target's module, e.g. 'Net(d=512)'")
     trace.add_argument("--init-kwargs", help="JSON keyword arguments for the constructor, e.g. '{\"d\": 512}'")
+    trace.add_argument("--dims", metavar="B=8,T=4096", help="evaluate the cost formulas at these sizes")
+    trace.add_argument("--optimizer", choices=("adamw", "adam", "sgd", "momentum", "rmsprop", "adagrad", "none"),
+                       default="adamw", help="whose state the training memory counts (default adamw)")
     trace.add_argument("--output-format", choices=("text", "json", "sarif", "github"), default="text",
                        help="text/json: the per-layer table and findings; sarif/github: the findings")
     trace.add_argument("-o", "--output-file", type=Path, help="write the report to this file")
@@ -281,13 +284,16 @@ def _trace(args: argparse.Namespace) -> int:
         import torch  # noqa: F401
     except ImportError:
         raise ConfigError("torchlint trace needs torch: pip install 'torchlint[torch]'") from None
+    from torchlint.graph.costs import summarise
     from torchlint.graph.errors import TraceInputError
+    from torchlint.graph.formulas import parse_dims
     from torchlint.graph.inputs import parse_input
     from torchlint.graph.render import render_trace_json, render_trace_text
     from torchlint.graph.shapes import infer_inputs, propagate, trace
     from torchlint.graph.target import load_target
 
     try:
+        dims = parse_dims(args.dims)
         inputs = [parse_input(text) for text in args.input]
         target = load_target(args.target, args.init, args.init_kwargs)
         if not inputs and target.inputs:
@@ -296,18 +302,37 @@ def _trace(args: argparse.Namespace) -> int:
         elif not inputs:
             inputs, assumed = infer_inputs(target.model)
             target.notes.append(f"no --input given; assumed {assumed}")
-        report = propagate(target, trace(target, inputs), inputs)
+        graph = trace(target, inputs)
+        report = propagate(target, graph, inputs)
+        if not any(f.code == "TL601" for f in report.findings):  # a graph that stopped has no whole cost
+            report.costs = summarise(report.rows, graph, target.model, args.optimizer)
+            if dims:
+                _replay_peak(report, graph, target.model, dims)
     except TraceInputError as error:
         raise ConfigError(str(error)) from None
     report.findings = _merge_depths(report.findings)
     if args.output_format in ("text", "json"):
-        text = (render_trace_json if args.output_format == "json" else render_trace_text)(report)
+        text = (render_trace_json if args.output_format == "json" else render_trace_text)(report, dims)
     else:
         from torchlint.report import FORMATS
 
         text = FORMATS[args.output_format](report.findings, root=os.getcwd())
     _emit(text, args.output_file)
     return EXIT_FINDINGS if report.findings else EXIT_OK
+
+
+def _replay_peak(report, graph, model, dims: dict[str, int]) -> None:
+    """The training step's peak at ``dims``, when they give every symbol a value."""
+    from torchlint.graph.formulas import Formulas
+    from torchlint.graph.peak import optimizer_step_extra, training_peak
+
+    costs = report.costs
+    formulas = Formulas(report.symbols.names, dims)
+    if formulas.unknown([costs.training]):
+        return
+    resident = formulas.value(costs.weights + costs.optimizer_state)
+    costs.peak = training_peak(graph, report.meter.sizes, formulas.value, resident,
+                               formulas.value(costs.trainable), optimizer_step_extra(model, costs.optimizer))
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -25,6 +25,7 @@ from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, Stateles
 
 from torchlint.finding import Finding
 from torchlint.graph.catalog import SHAPE_MISMATCH, SHAPE_SPECIALIZATION
+from torchlint.graph.costs import CostMeter, NodeCost, is_attention, nbytes
 from torchlint.graph.errors import TraceInputError, clip_words
 from torchlint.graph.inputs import InputSpec
 from torchlint.graph.target import Target
@@ -47,6 +48,9 @@ class Row:
     params: int
     file: str | None = None
     line: int | None = None
+    flops: object = 0  # sympy expressions in the ShapeEnv's symbols (costs.py)
+    saved: object = 0
+    output_bytes: object = 0
 
 
 @dataclass
@@ -57,6 +61,9 @@ class TraceReport:
     rows: list[Row] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     parameters: int = 0
+    costs: object = None  # a costs.CostSummary
+    symbols: object = None  # the ShapeEnv symbol -> user name map
+    meter: object = None  # the costs.CostMeter that measured the rows
 
 
 def infer_inputs(model: torch.nn.Module) -> tuple[list[InputSpec], str]:
@@ -222,7 +229,9 @@ def propagate(target: Target, gm: torch.fx.GraphModule, inputs: list[InputSpec])
         fakes.append(fake)
 
     report = TraceReport(target.name, inputs, list(target.notes),
-                         parameters=sum(p.numel() for p in target.model.parameters()))
+                         parameters=sum(p.numel() for p in target.model.parameters()), symbols=symbols)
+    report.meter = meter = CostMeter()
+    meter.exclude(mode, [*gm.buffers(), *(p for p in gm.parameters() if not p.requires_grad)])
     modules = dict(gm.named_modules())
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     if len(placeholders) != len(fakes):
@@ -239,9 +248,15 @@ def propagate(target: Target, gm: torch.fx.GraphModule, inputs: list[InputSpec])
         def run_node(self, node: torch.fx.Node):
             pinned_before = _pinned(shape_env, symbols)
             guards_before = len(shape_env.guards)
+            cost = NodeCost()
+            attention = [a.meta.get("fake") if isinstance(a, torch.fx.Node) else None
+                         for a in node.args[:3]] if is_attention(node) else None
+            if attention is not None and not all(isinstance(a, torch.Tensor) for a in attention):
+                attention = None
             try:
-                with mode:
+                with mode, meter.node(cost, attention):
                     result = super().run_node(node)
+                    meter.output = result
             except Exception as error:
                 raise _NodeFailure(node, error) from None
             node.meta["fake"] = result
@@ -249,12 +264,20 @@ def propagate(target: Target, gm: torch.fx.GraphModule, inputs: list[InputSpec])
                 if symbol not in pinned_before:
                     guards = [symbols.text(str(g.expr)) for g in shape_env.guards[guards_before:]]
                     report.findings.append(_specialization(node, symbol, value, target, modules, guards))
-            report.rows.append(_row(node, result, modules, symbols, target.source))
+            row = _row(node, result, modules, symbols, target.source)
+            row.flops, row.saved = cost.flops, cost.saved
+            node.meta["cost"] = cost
+            node.meta["storages"] = meter.keys_of(result)
+            tensor = result if isinstance(result, torch.Tensor) else next(
+                (t for t in result if isinstance(t, torch.Tensor)), None) if isinstance(result, (tuple, list)) else None
+            if tensor is not None:
+                row.output_bytes = nbytes(tensor)
+            report.rows.append(row)
             return result
 
     output = None
     try:
-        with _quiet():  # FakeTensorMode logs a traceback for a failing meta kernel: it is TL601 instead
+        with _quiet(), meter.saving():  # a failing meta kernel's logged traceback is TL601 instead
             output = Runner(gm).run(*fakes)
     except _NodeFailure as failure:
         report.findings.append(_mismatch(failure.node, failure.error, target, modules, symbols, Runner))
@@ -344,12 +367,13 @@ def _module_of(node: torch.fx.Node, modules) -> tuple[str, str]:
             return owner, f"aten.{node.target.overloadpacket.__name__}"
         return owner, getattr(node.target, "__name__", str(node.target))
     if node.op == "call_method":
-        return "-", f".{node.target}()"
+        return _export_module_path(node), f".{node.target}()"
     return "-", {"placeholder": "input", "output": "output", "get_attr": "attribute"}.get(node.op, node.op)
 
 
 def _export_module_path(node: torch.fx.Node) -> str:
-    """The innermost module an exported op ran in (`transformer.h.0.attn.c_attn`), '-' for the root."""
+    """The innermost module an op ran in (`transformer.h.0.attn.c_attn`, recorded by torch.fx and
+    torch.export alike), '-' for the root."""
     stack = node.meta.get("nn_module_stack")
     if not stack:
         return "-"

@@ -1,0 +1,148 @@
+"""The trace's memory and FLOP formulas against a real training step on CPU.
+
+For a few small models, the training memory `torchlint trace --dims` predicts (weights + gradients
++ AdamW state + activations saved for backward) is compared with the peak of live tensor storage
+measured during one real AdamW step (after a warm-up step, so the optimizer state exists), and the
+forward FLOPs with torch's FlopCounterMode on real tensors. The loss is ``out.pow(2).mean()``. Usage: python bench/bench_trace_cost.py
+"""
+
+from __future__ import annotations
+
+import sys
+import weakref
+from pathlib import Path
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils.flop_counter import FlopCounterMode
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from torchlint.graph.costs import summarise  # noqa: E402
+from torchlint.graph.formulas import Formulas  # noqa: E402
+from torchlint.graph.inputs import parse_input  # noqa: E402
+from torchlint.graph.peak import optimizer_step_extra, training_peak  # noqa: E402
+from torchlint.graph.shapes import propagate, trace  # noqa: E402
+from torchlint.graph.target import load_target  # noqa: E402
+
+CASES = [  # target, constructor kwargs, input spec, dims, real input maker
+    ("fixtures/models/llama.py:Llama", '{"dim": 256, "layers": 4, "heads": 4, "hidden": 688, "vocab": 1000}',
+     "int64[B, T]", {"B": 8, "T": 256}, lambda: torch.randint(0, 1000, (8, 256))),
+    ("fixtures/models/llama.py:Llama", '{"dim": 512, "layers": 2, "heads": 8, "hidden": 1376, "vocab": 2000}',
+     "int64[B, T]", {"B": 4, "T": 512}, lambda: torch.randint(0, 2000, (4, 512))),
+    ("fixtures/models/mlp.py:MLP", '{"features": 784, "hidden": 2048, "classes": 10}', "float32[B, 784]",
+     {"B": 512}, lambda: torch.randn(512, 784)),
+    ("fixtures/models/attention.py:Attention", '{"dim": 256, "heads": 8}', "float32[B, T, 256]",
+     {"B": 8, "T": 512}, lambda: torch.randn(8, 512, 256)),
+]
+
+
+class LiveBytes(TorchDispatchMode):
+    """Bytes of tensor storage alive, and the peak, counting storages made by ops while active."""
+
+    def __init__(self, start: int) -> None:
+        super().__init__()
+        self.live = self.peak = start
+        self.seen: set[int] = set()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        inputs = {a.untyped_storage()._cdata for a in torch.utils._pytree.tree_leaves((args, kwargs))
+                  if isinstance(a, torch.Tensor)}  # an in-place op's output is its input
+        for tensor in (out if isinstance(out, (tuple, list)) else [out]):
+            if isinstance(tensor, torch.Tensor) and tensor.untyped_storage()._cdata not in inputs:
+                storage = tensor.untyped_storage()
+                key = storage.data_ptr()
+                if key and key not in self.seen:
+                    self.seen.add(key)
+                    size = storage.nbytes()
+                    self.live += size
+                    self.peak = max(self.peak, self.live)
+                    weakref.finalize(storage, self._free, key, size)
+        return out
+
+    def _free(self, key: int, size: int) -> None:
+        self.seen.discard(key)
+        self.live -= size
+
+
+def measured(model: torch.nn.Module, make_input) -> tuple[int, int]:
+    """Peak live bytes of one AdamW step after a warm-up step, and the forward FLOPs."""
+    optimizer = torch.optim.AdamW(model.parameters(), foreach=False)
+
+    def step():
+        optimizer.zero_grad(set_to_none=True)
+        out = model(make_input())
+        out.float().pow(2).mean().backward()
+        optimizer.step()
+
+    step()
+    optimizer.zero_grad(set_to_none=True)
+    resident = sum(t.untyped_storage().nbytes() for t in [*model.parameters(), *model.buffers()])
+    resident += sum(v.untyped_storage().nbytes() for state in optimizer.state.values() for v in state.values()
+                    if isinstance(v, torch.Tensor) and v.dim() > 0)
+    with LiveBytes(resident) as live:
+        step()
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    with sdpa_kernel(SDPBackend.MATH), FlopCounterMode(display=False) as counter:  # CPU flash attention
+        model(make_input())  # has no FLOP formula in torch; the math kernel's matmuls are the same count
+    return live.peak, counter.get_total_flops()
+
+
+def predicted(target_text: str, kwargs: str | None, spec: str, dims: dict[str, int]):
+    target = load_target(target_text, None, kwargs)
+    inputs = [parse_input(spec)]
+    graph = trace(target, inputs)
+    report = propagate(target, graph, inputs)
+    costs = summarise(report.rows, graph, target.model, "adamw")
+    formulas = Formulas(report.symbols.names, dims)
+    resident = formulas.value(costs.weights + costs.optimizer_state)
+    peak = training_peak(graph, report.meter.sizes, formulas.value, resident, formulas.value(costs.trainable),
+                         optimizer_step_extra(target.model, "adamw"))
+    return formulas.value(costs.training), peak, formulas.value(costs.forward_flops)
+
+
+def main() -> None:
+    torch.manual_seed(0)
+    print(f"{'model':44} {'sum':>9} {'peak':>9} {'measured':>9} {'sum/m':>6} {'peak/m':>6}  "
+          f"{'FLOPs pred':>10} {'FLOPs real':>10}")
+    for target_text, kwargs, spec, dims, make_input in CASES:
+        memory, peak_predicted, flops = predicted(target_text, kwargs, spec, dims)
+        peak, real_flops = measured(real_model(target_text, kwargs), make_input)
+        label = f"{Path(target_text).stem} {_short(kwargs)} {dims}"[:44]
+        mib = 2**20
+        print(f"{label:44} {memory / mib:7.1f}Mi {peak_predicted / mib:7.1f}Mi {peak / mib:7.1f}Mi "
+              f"{memory / peak:6.3f} {peak_predicted / peak:6.3f}  {flops / 1e9:9.2f}G {real_flops / 1e9:9.2f}G")
+
+
+def _short(kwargs: str | None) -> str:
+    return ",".join(f"{k}={v}" for k, v in __import__("json").loads(kwargs or "{}").items())
+
+
+def real_model(target_text: str, kwargs: str | None) -> torch.nn.Module:
+    """The model with real CPU weights (random: only sizes matter here)."""
+    real = load_target(target_text, None, kwargs)
+    model = real.model.to_empty(device="cpu") if real.device == "meta" else real.model
+    for p in model.parameters():
+        torch.nn.init.normal_(p, std=0.02)
+    _reinit_buffers(model, target_text, kwargs)
+    return model.train()
+
+
+def _reinit_buffers(model: torch.nn.Module, target_text: str, kwargs: str | None) -> None:
+    """Buffers made in __init__ are lost by to_empty: take them from a CPU build."""
+    import json
+
+    module_path, _, name = target_text.partition(":")
+    sys.path.insert(0, str(ROOT / Path(module_path).parent))
+    module = __import__(Path(module_path).stem)
+    fresh = getattr(module, name)(**json.loads(kwargs or "{}"))
+    for (key, buffer), (_, source) in zip(model.named_buffers(), fresh.named_buffers(), strict=True):
+        buffer.copy_(source)
+        del key
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,102 @@
+"""`torchlint trace` costs: FLOPs and saved activations per layer as formulas, totals, --dims, the peak."""
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import FIXTURES
+
+from torchlint.cli import main
+
+torch = pytest.importorskip("torch")
+MODELS = FIXTURES / "models"
+TINY_LLAMA = '{"dim": 64, "layers": 2, "heads": 4, "hidden": 128, "vocab": 100}'
+
+
+def traced(capsys, *args):
+    code = main(["trace", *args, "--output-format", "json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    return json.loads(out)
+
+
+def by_node(data):
+    return {row["node"]: row for row in data["layers"]}
+
+
+def test_mlp_flops_and_saved_bytes_per_layer(capsys):
+    data = traced(capsys, f"{MODELS}/mlp.py:MLP")
+    rows = by_node(data)
+    # fc1: 2·B·10·50 multiply-adds; it saves its input x (B·10 float32); ReLU saves its output, which
+    # fc2 saves too (one storage, counted once)
+    assert (rows["fc1"]["flops"], rows["fc1"]["saved_bytes"]) == ("1000*B", "40*B")
+    assert (rows["act"]["flops"], rows["act"]["saved_bytes"]) == (0, "200*B")
+    assert (rows["fc2"]["flops"], rows["fc2"]["saved_bytes"]) == ("300*B", 0)
+    costs = data["costs"]
+    weights = (10 * 50 + 50 + 50 * 3 + 3) * 4
+    assert costs["weights_bytes"] == weights and costs["gradients_bytes"] == weights
+    assert costs["optimizer_state_bytes"] == 2 * weights  # AdamW: two moments
+    assert costs["forward_flops"] == "1300*B"
+    assert costs["saved_activations_bytes"] == "240*B"
+    assert costs["training_bytes"] == f"264*B + {4 * weights}"  # + output [B, 3] and its gradient
+
+
+def test_dims_evaluate_every_formula(capsys):
+    data = traced(capsys, f"{MODELS}/mlp.py:MLP", "--dims", "B=100", "--optimizer", "sgd")
+    costs = data["costs"]
+    assert costs["forward_flops"] == 130_000 and costs["optimizer_state_bytes"] == 0
+    assert costs["training_bytes"] == 26_400 + 2 * 2812
+    assert by_node(data)["fc1"]["flops"] == 100_000
+    assert costs["training_peak_bytes"] > 0
+
+
+def test_attention_counts_the_fused_kernel_and_the_kv_cache(capsys):
+    data = traced(capsys, f"{MODELS}/llama.py:Llama", "--init-kwargs", TINY_LLAMA)
+    costs = data["costs"]
+    # no [B, H, T, T] attention weights are saved (flash / memory-efficient kernels never hold them)
+    assert "T^2" not in costs["saved_activations_bytes"]
+    assert "T^2" in costs["forward_flops"]  # but the attention's matmuls are counted
+    assert costs["kv_cache_bytes_per_token"] == 2 * 2 * 64 * 4  # K and V, 2 layers, dim 64, float32
+    assert costs["checkpointed_blocks"] == "layers"
+
+
+def test_text_report_shows_formulas_then_values(capsys):
+    code = main(["trace", f"{MODELS}/llama.py:Llama", "--init-kwargs", TINY_LLAMA, "--dims", "B=2,T=16"])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "cost per step (at B=2, T=16)" in out
+    assert "forward FLOPs       512·B·T² + 177K·B·T = " in out
+    assert "with activation checkpointing of the 2 blocks in layers" in out
+    assert "KV cache 1 KiB per token of each sequence" in out
+    assert "training peak" in out
+
+
+@pytest.mark.parametrize("bad", ["B", "B=0", "B=x", "8=B"])
+def test_bad_dims_are_one_line_errors(capsys, bad):
+    code = main(["trace", f"{MODELS}/mlp.py:MLP", "--dims", bad])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "--dims" in err
+
+
+def test_formula_text():
+    sympy = pytest.importorskip("sympy")
+    from torchlint.graph.formulas import Formulas
+
+    b, t = sympy.symbols("s0 s1", positive=True, integer=True)
+    formulas = Formulas({"s0": "B", "s1": "T"}, {})
+    assert formulas.bytes(16384 * b * t + 512 * b * t**2) == "512 bytes·B·T² + 16 KiB·B·T"
+    assert formulas.flops(2_000_000 * b) == "2M·B"
+    assert formulas.bytes(27 * 2**30) == "27 GiB"
+
+
+@pytest.mark.parametrize("case", [2, 3])  # the MLP (peak in the optimizer step) and hand-written attention
+def test_peak_within_ten_percent_of_a_real_cpu_step(case):
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    import bench_trace_cost as bench
+
+    target_text, kwargs, spec, dims, make_input = bench.CASES[case]
+    _, peak, _ = bench.predicted(target_text, kwargs, spec, dims)
+    model = bench.real_model(target_text, kwargs)
+    measured, _ = bench.measured(model, make_input)
+    assert 0.9 <= peak / measured <= 1.1
