@@ -54,7 +54,9 @@ def check_files(
     store = Cache(settings.root / ".torchlint_cache", settings.fingerprint(), _facts_of) if cache else None
 
     results: list[FileResult | None] = [None] * len(files)
-    todo: list[tuple[int, str, str, str | None, Path]] = []  # index, display path, text, cache key, file
+    # index, display path, cache key, file: the text is read again when the file is checked (holding every
+    # file's text until then costs as much memory as the sources: 50 MB for the torch package)
+    todo: list[tuple[int, str, str | None, Path]] = []
     for index, file in enumerate(files):
         display = _display(file)
         try:
@@ -85,21 +87,21 @@ def check_files(
             if store is not None:
                 store.put(key, [])
             continue
-        todo.append((index, display, text, key, file))
+        todo.append((index, display, key, file))
 
     if len(todo) > 1:  # entry points first: the calls they make are then known when their modules are checked
-        todo.sort(key=lambda job: _importer_count(job[4]))
+        todo.sort(key=lambda job: _importer_count(job[3]))
     keep = store is not None  # the modules' fact fingerprints are only for the cache
     workers = min(jobs, len(todo)) if jobs > 1 and len(todo) >= POOL_THRESHOLD else 1
     if workers > 1:
         chunk = max(1, len(todo) // (workers * 8))
         with ProcessPoolExecutor(max_workers=workers) as pool:
-            outputs = list(pool.map(_check_one, [(t[2], t[1], enabled, settings.options, t[4], keep) for t in todo],
+            outputs = list(pool.map(_check_one, [(t[1], enabled, settings.options, t[3], keep) for t in todo],
                                     chunksize=chunk))
     else:
-        outputs = [_check_one((t[2], t[1], enabled, settings.options, t[4], keep)) for t in todo]
+        outputs = [_check_one((t[1], enabled, settings.options, t[3], keep)) for t in todo]
 
-    for (index, display, _text, key, _file), (findings, deps, modules) in zip(todo, outputs, strict=True):
+    for (index, display, key, _file), (findings, deps, modules) in zip(todo, outputs, strict=True):
         if store is not None:
             store.put(key, [f.to_dict() for f in findings], deps)
             store.note_modules(modules)
@@ -134,7 +136,12 @@ def _importer_count(file: Path) -> int:
 
 
 def _check_one(job):
-    text, path, enabled, options, file, keep = job
+    path, enabled, options, file, keep = job
+    try:
+        text = decode_source(file.read_bytes()).text
+    except (OSError, SourceError) as error:  # changed since it was first read
+        reason = error.reason if isinstance(error, SourceError) else error.strerror or str(error)
+        return _unreadable(path, reason, enabled).findings, {}, {}
     deps: dict[str, str] = {}
     findings = check_any(text, path, enabled, options, file=file, deps=deps)
     modules = {}

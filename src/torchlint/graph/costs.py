@@ -277,6 +277,9 @@ def summarise(rows, gm: torch.fx.GraphModule, model: torch.nn.Module, optimizer:
             boundaries = sum(last_output.values(), sympy.Integer(0))
             summary.checkpointed = sympy.expand(outside + boundaries + heaviest)
             summary.blocks, summary.block_count = name, len(blocks)
+    generates = getattr(model, "can_generate", None)  # a Hugging Face model says whether it generates
+    if callable(generates) and not generates():
+        return summary  # an encoder keeps no KV cache
     summary.kv_per_token = kv_from_config(model)
     if summary.kv_per_token is not None:
         summary.kv_source = "the model's config"

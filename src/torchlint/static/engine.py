@@ -22,6 +22,7 @@ from torchlint.static.interpret.context import FileContext
 from torchlint.static.interpret.walker import Walker
 from torchlint.static.locate import locate
 from torchlint.static.nesting import cpython_rejects, might_be_too_deep
+from torchlint.static.parsing import parse_module
 from torchlint.static.project import PROCESS_PROJECT
 from torchlint.static.rules import STATIC_RULES, Rule
 from torchlint.static.rules.base import DELETE_LINE
@@ -102,7 +103,7 @@ def _check_text(source, path, enabled, options, file, deps) -> list[Finding]:
     if rejected is not None:
         return [_finding(SYNTAX_ERROR, *_cpython_syntax_error(rejected, path))] if SYNTAX_ERROR.code in enabled else []
     try:
-        module = cst.parse_module(source)
+        module = parse_module(source)
     except cst.ParserSyntaxError as error:
         if SYNTAX_ERROR.code not in enabled:
             return []
@@ -227,7 +228,7 @@ def _same_node_in(path: str, node) -> tuple:
     """The file's tree parsed again, and the first node in it with the same type and code as
     ``node`` (a node of an earlier parse of that file); (None, node) when the file cannot be read."""
     try:
-        module = cst.parse_module(decode_source(Path(path).read_bytes()).text)
+        module = parse_module(decode_source(Path(path).read_bytes()).text)
     except (OSError, SourceError, cst.ParserSyntaxError, RecursionError, ValueError):
         return None, node
     empty = cst.Module([])

@@ -36,6 +36,7 @@ from torchlint.static.fingerprint import (
     saves_fingerprint,
 )
 from torchlint.static.importers import ImportIndex, resolved
+from torchlint.static.parsing import parse_module
 
 ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")
 MAX_MODULE_BYTES = 2_000_000  # generated files are not summarised
@@ -170,7 +171,7 @@ class Project:
         try:
             data = path.read_bytes()
             text = decode_source(data).text
-            module = cst.parse_module(text)
+            module = parse_module(text)
         except (OSError, SourceError, cst.ParserSyntaxError, RecursionError, MemoryError, ValueError):
             return None
         sites = CallSites(str(path))

@@ -1,0 +1,277 @@
+"""Parse a big module in pieces, into the same syntax tree one parse would give.
+
+LibCST's native parser holds about 500 bytes per source character while it parses (measured: 745 MB
+for the 1.4 MB ``common_methods_invocations.py`` of the torch package, whose finished tree holds
+~40 MB of Python objects). A source over ``SPLIT_CHARS`` is therefore parsed in runs of whole
+top-level statements of at most ``PIECE_CHARS``, and one statement over that whose value is a
+bracketed literal or a call (a 660 kB table of test cases) in runs of its elements; the pieces are joined into one tree equal
+to a whole parse (``tests/test_parsing.py`` compares them). The comment and blank lines that end a
+piece belong to the next piece's first statement, as in a whole parse. Anything unexpected (a
+token error, a piece that does not parse, a count that differs) falls back to one parse of the
+whole text, which also gives a syntax error its real position.
+
+The freed parser memory stays in the C heap; ``release_memory`` hands it back to the system after
+a big parse, so the peak is one piece's parse, not the sum of the big files seen.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import io
+import tokenize
+
+import libcst as cst
+
+PIECE_CHARS = 64_000  # text parsed at once, at most (a longer element or statement is parsed whole)
+# only sources longer than this are split: below it a whole parse peaks under ~130 MB, and finding the
+# pieces (a tokenize pass) costs about a tenth of the parse
+SPLIT_CHARS = 256_000
+_CONTINUES = frozenset({"elif", "else", "except", "finally"})  # lines that carry on the statement above
+_OPEN = {"(": ")", "[": "]", "{": "}"}
+_COMPOUND = frozenset({"@", "def", "class", "if", "for", "while", "with", "try", "async"})  # not split
+_SKIPPED = frozenset({tokenize.NL, tokenize.COMMENT, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT})
+
+
+def parse_module(source: str) -> cst.Module:
+    """``libcst.parse_module(source)``, in pieces when the source is big; the freed memory is
+    released after a big parse."""
+    if len(source) <= max(PIECE_CHARS, SPLIT_CHARS):
+        return cst.parse_module(source)
+    try:
+        module = _parse_in_pieces(source)
+    except (tokenize.TokenError, SyntaxError, cst.ParserSyntaxError, _Mismatch):
+        module = None
+    if module is None:  # one parse: its tree, or its syntax error where it really is
+        module = cst.parse_module(source)
+    release_memory()
+    return module
+
+
+class _Mismatch(Exception):
+    """The pieces do not join into the whole parse's shape: parse the text at once."""
+
+
+def _parse_in_pieces(source: str) -> cst.Module:
+    statements, first_indented = _top_level_statements(source)
+    pieces = _group(statements, source)
+    modules = []
+    for start, end in pieces:
+        text = source[start:end]
+        modules.append(_parse_statement(text) if end - start > PIECE_CHARS else cst.parse_module(text))
+    body: list[cst.CSTNode] = []
+    for index, module in enumerate(modules):
+        if index and module.header:
+            raise _Mismatch
+        statements_here = list(module.body)
+        if index and statements_here:
+            lines = modules[index - 1].footer
+            if lines:  # comment and blank lines after the previous piece lead this piece's first statement
+                head = statements_here[0]
+                statements_here[0] = head.with_changes(leading_lines=(*lines, *head.leading_lines))
+        elif index:
+            raise _Mismatch
+        body.extend(statements_here)
+    first, last = modules[0], modules[-1]
+    # the indentation unit is read from the file's first indented block
+    holder = first if first_indented is None else next(m for m, (start, end) in zip(modules, pieces, strict=True)
+                                                        if start <= first_indented < end)
+    return cst.Module(body=tuple(body), header=first.header, footer=last.footer, encoding=first.encoding,
+                      default_indent=holder.default_indent, default_newline=first.default_newline,
+                      has_trailing_newline=last.has_trailing_newline)
+
+
+def _top_level_statements(source: str) -> tuple[list[int], int | None]:
+    """Where each top-level statement starts (offsets of its first line; a decorated definition
+    starts at its first decorator) and where the first indented block is (an offset; None: none)."""
+    line_starts = [0]
+    for line in io.StringIO(source):
+        line_starts.append(line_starts[-1] + len(line))
+    starts: list[int] = []
+    first_indented = None
+    depth = 0  # indentation level
+    new_line = True  # the next significant token begins a logical line
+    decorated = False
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        kind = token.type
+        if kind == tokenize.INDENT:
+            depth += 1
+            if first_indented is None:
+                first_indented = line_starts[token.start[0] - 1]
+            continue
+        if kind == tokenize.DEDENT:
+            depth -= 1
+            continue
+        if kind in (tokenize.NEWLINE, tokenize.NL, tokenize.COMMENT, tokenize.ENDMARKER):
+            new_line = new_line or kind == tokenize.NEWLINE
+            continue
+        if new_line and depth == 0:
+            line, column = token.start
+            if column != 0:
+                raise _Mismatch
+            continues = kind == tokenize.NAME and token.string in _CONTINUES
+            if not continues and not decorated:
+                starts.append(line_starts[line - 1])
+            decorated = token.string == "@"
+        new_line = False
+    if not starts:
+        raise _Mismatch
+    return starts, first_indented
+
+
+def _group(starts: list[int], source: str) -> list[tuple[int, int]]:
+    """Runs of whole statements of at most PIECE_CHARS (a longer statement on its own); the first
+    run starts at 0 (the module's header), the last ends at the end of the text."""
+    bounds = [0, *starts[1:], len(source)]
+    pieces: list[tuple[int, int]] = []
+    start = 0
+    for index in range(1, len(bounds)):
+        end = bounds[index]
+        if end - start > PIECE_CHARS and bounds[index - 1] > start:
+            pieces.append((start, bounds[index - 1]))
+            start = bounds[index - 1]
+    pieces.append((start, len(source)))
+    return pieces
+
+
+def _parse_statement(text: str) -> cst.Module:
+    """One big top-level statement (with the comment lines after it), as a module; a bracketed
+    literal or call that is its value is parsed in runs of elements."""
+    try:
+        return _parse_elements(text)
+    except (tokenize.TokenError, SyntaxError, cst.ParserSyntaxError, _Mismatch):
+        return cst.parse_module(text)
+
+
+def _parse_elements(text: str) -> cst.Module:
+    split = _element_starts(text)
+    if split is None:
+        return cst.parse_module(text)
+    bracket, starts = split
+    groups = [starts[0]]
+    for start in starts[1:]:
+        if start - groups[-1] > PIECE_CHARS:
+            groups.append(start)
+    if len(groups) < 2:
+        return cst.parse_module(text)
+    # the statement with its last run of elements only, then the other runs alone
+    skeleton = cst.parse_module(text[:starts[0]] + text[groups[-1]:])
+    line = skeleton.body[0] if len(skeleton.body) == 1 else None
+    small = line.body[0] if isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1 else None
+    container = getattr(small, "value", None)
+    field = _field(container, bracket)
+    if field is None:
+        raise _Mismatch
+    elements: list[cst.CSTNode] = []
+    for begin, end in zip(groups, groups[1:], strict=False):
+        elements.extend(_run(text[begin:end], type(container), field, bracket))
+    elements.extend(getattr(container, field))
+    if len(elements) != len(starts):
+        raise _Mismatch
+    container = container.with_changes(**{field: tuple(elements)})
+    line = line.with_changes(body=(small.with_changes(value=container),))
+    return skeleton.with_changes(body=(line,))
+
+
+def _field(container, bracket: str) -> str | None:
+    """The children a container opened by ``bracket`` lists its elements in."""
+    if bracket == "(" and isinstance(container, cst.Call):
+        return "args"
+    kinds = {"[": (cst.List,), "{": (cst.Dict, cst.Set), "(": (cst.Tuple,)}[bracket]
+    if isinstance(container, kinds) and (bracket != "(" or container.lpar):
+        return "elements"
+    return None
+
+
+_SENTINELS = {cst.List: "0]", cst.Set: "0}", cst.Dict: "0: 0}", cst.Tuple: "0)", cst.Call: "**_)"}
+
+
+def _run(text: str, kind: type, field: str, bracket: str) -> list[cst.CSTNode]:
+    """The elements in ``text`` (whole elements, each with its comma and the lines after it),
+    parsed inside the same kind of container; a last element closes it so that the final comma
+    keeps its following lines, as it does before the next element in the whole statement."""
+    opening = "_(" if kind is cst.Call else bracket
+    module = cst.parse_module(f"_ = {opening}{text}{_SENTINELS[kind]}\n")
+    value = module.body[0].body[0].value
+    if type(value) is not kind:
+        raise _Mismatch
+    return list(getattr(value, field))[:-1]
+
+
+def _element_starts(text: str) -> tuple[str, list[int]] | None:
+    """For a statement ending in a bracket that opens at depth 0 (``x = [...]``, ``f(...)``): the
+    bracket and where each of its elements starts (the first token after the bracket and after each
+    comma at depth 1); None when it has no such bracket, or holds a comprehension."""
+    line_starts = [0]
+    for line in io.StringIO(text):
+        line_starts.append(line_starts[-1] + len(line))
+    stack: list[str] = []
+    opened = None  # (bracket, element starts) of the current depth-1 bracket
+    lambdas = 0  # depth-1 lambdas whose parameters are being read
+    expect_element = False
+    last = None
+    first = True
+    for token in tokenize.generate_tokens(io.StringIO(text).readline):
+        if token.type in _SKIPPED or token.type == tokenize.ENDMARKER:
+            if token.type == tokenize.NEWLINE:
+                break
+            continue
+        offset = line_starts[token.start[0] - 1] + token.start[1]
+        string = token.string
+        if first and string in _COMPOUND:
+            return None
+        first = False
+        closing = token.type == tokenize.OP and string in (")", "]", "}")
+        if opened is not None and len(stack) == 1 and expect_element and not closing:
+            opened[1].append(offset)
+            expect_element = False
+        if token.type == tokenize.OP and string in _OPEN:
+            if not stack:
+                opened = (string, [])
+                expect_element = True
+                stack.append(string)
+                last = None
+                continue
+            stack.append(string)
+        elif closing:
+            if not stack:
+                return None
+            stack.pop()
+            if not stack:
+                last = opened
+                opened = None
+                continue
+        if opened is not None and len(stack) == 1:
+            if string == "lambda":
+                lambdas += 1
+            elif string == ":" and lambdas:
+                lambdas -= 1
+            elif string == "," and not lambdas:
+                expect_element = True
+            elif string in ("for", "async"):
+                return None  # a comprehension
+        elif not stack:
+            last = None  # something after the bracket closed
+    if last is None or not last[1]:
+        return None
+    return last[0], last[1]
+
+
+_TRIM = None
+
+
+def release_memory() -> None:
+    """Return the C heap's free memory to the system (glibc ``malloc_trim``; nothing elsewhere)."""
+    global _TRIM
+    if _TRIM is None:
+        _TRIM = False
+        path = ctypes.util.find_library("c")
+        try:
+            trim = ctypes.CDLL(path).malloc_trim if path else None
+        except (OSError, AttributeError):
+            trim = None
+        if trim is not None:
+            trim.argtypes = [ctypes.c_size_t]
+            _TRIM = trim
+    if _TRIM:
+        _TRIM(0)

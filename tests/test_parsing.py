@@ -1,0 +1,195 @@
+"""Parsing in pieces gives the tree one parse gives: node types, fields, sequences, whitespace."""
+
+from __future__ import annotations
+
+import dataclasses
+import textwrap
+
+import libcst as cst
+import pytest
+
+from torchlint.static import parsing
+
+
+def _same(a, b) -> bool:
+    """Strict equality: same node types, same sequence types and lengths, same leaf values."""
+    stack = [(a, b)]
+    while stack:
+        x, y = stack.pop()
+        if type(x) is not type(y):
+            return False
+        if isinstance(x, cst.CSTNode):
+            stack.extend((getattr(x, f.name), getattr(y, f.name)) for f in dataclasses.fields(x))
+        elif isinstance(x, (list, tuple)):
+            if len(x) != len(y):
+                return False
+            stack.extend(zip(x, y, strict=True))
+        elif x != y:
+            return False
+    return True
+
+
+MODULE = textwrap.dedent('''\
+    #!/usr/bin/env python
+    # -*- coding: utf-8 -*-
+    """Docstring: [not, a, list]
+    x = [1,
+    """
+    from __future__ import annotations
+    import torch, os; import sys
+
+    TABLE = [
+        # leading comment
+        (1, 2),
+        [3, 4],  # trailing
+        {5: 6},
+
+        lambda a, b: a + b,
+        *rest,
+        "string, with, commas",
+        f"{x}, {y}",
+    ]
+    MAPPING: dict[str, int] = {
+        "a": 1,  # one
+        **other,
+        "b": [i for i in range(3)],
+        # before c
+        "c": lambda q, r=(1, 2): q,
+    }
+    SET = {1, 2,
+           3}
+    TUPLE = (
+        1,
+        2
+    )
+    call(
+        a,
+        b=1,
+        *c,
+        **d
+    )
+    squares = [i * i for i in range(10)]
+    x = 1 + \\
+        2
+
+
+    @decorator(1, 2)
+    @other
+    def f(a, b):
+        return a
+        # indented trailing comment
+
+
+    # comment before the class
+    class Net(torch.nn.Module):
+        def forward(self, x):
+            return x
+
+    if x:
+        pass
+    elif y:
+        pass
+    else:
+        pass
+    try:
+        pass
+    except* ValueError:
+        pass
+    try:
+        pass
+    except Exception:
+        pass
+    finally:
+        pass
+    for i in range(3):
+        pass
+    else:
+        pass
+    while False:
+        pass
+    async def g():
+        async with a as b:
+            pass
+    match command:
+        case [x, y]:
+            pass
+        case _:
+            pass
+    with open(p) as handle: data = [1, 2,
+                                    3]
+    last = [1, 2, 3]  # end
+    # footer comment
+''')
+
+
+@pytest.fixture(autouse=True)
+def split_everything(monkeypatch):
+    """Every source is split here, whatever its size (PIECE_CHARS alone decides the pieces)."""
+    monkeypatch.setattr(parsing, "SPLIT_CHARS", 0)
+
+
+@pytest.mark.parametrize("piece", [1, 40, 200, 10_000])
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_pieces_give_the_whole_tree(monkeypatch, piece, newline):
+    monkeypatch.setattr(parsing, "PIECE_CHARS", piece)
+    source = MODULE.replace("\n", newline)
+    assert _same(cst.parse_module(source), parsing.parse_module(source))
+
+
+@pytest.mark.parametrize("source", [
+    "x = [\n    1,\n    2,\n]",  # no trailing newline
+    "if x:\n\tpass\nelse:\n\tpass\ny = [\n\t1,\n\t2,\n]\n",  # tabs
+    "def f():\n  return 1\n\nx = {\n  1: 2,\n  3: 4,\n}\n",  # two-space indent, found in a later piece
+    "x = 1\n\n\n# only comments after\n\n",
+    "x = foo(1, 2)[\n    3,\n    4,\n]\n",  # a subscript: not split
+    "x = [1, 2] + [\n    3,\n    4,\n]\n",  # a sum: not split
+    "x = 1, [\n    3,\n    4,\n]\n",  # a bare tuple: not split
+    "x = {k: v for k, v in [\n    (1, 2),\n    (3, 4),\n]}\n",  # a comprehension
+    "print(\n    1,\n    2,\n)\n",
+])
+def test_edge_shapes(monkeypatch, source):
+    monkeypatch.setattr(parsing, "PIECE_CHARS", 1)
+    assert _same(cst.parse_module(source), parsing.parse_module(source))
+
+
+def test_first_indent_of_the_file(monkeypatch):
+    monkeypatch.setattr(parsing, "PIECE_CHARS", 1)
+    module = parsing.parse_module("x = 1\ny = 2\nif x:\n\tpass\nif y:\n  pass\n")
+    assert module.default_indent == "\t"
+
+
+@pytest.mark.parametrize("source", [
+    "x = [\n    1,\n    2 3,\n]\n",
+    "def f(:\n    pass\ny = 1\n",
+    "x = 1\n  y = 2\n",
+    "x = (\n",
+])
+def test_syntax_errors_are_those_of_one_parse(monkeypatch, source):
+    monkeypatch.setattr(parsing, "PIECE_CHARS", 1)
+    with pytest.raises(cst.ParserSyntaxError) as whole:
+        cst.parse_module(source)
+    with pytest.raises(cst.ParserSyntaxError) as pieces:
+        parsing.parse_module(source)
+    assert str(pieces.value) == str(whole.value)
+
+
+def test_release_memory_is_harmless():
+    parsing.release_memory()
+    parsing.release_memory()
+
+
+def test_big_statements_are_parsed_in_runs_of_elements(monkeypatch):
+    monkeypatch.setattr(parsing, "PIECE_CHARS", 1)
+    parsed: list[str] = []
+    real = cst.parse_module
+
+    def spy(text):
+        parsed.append(text)
+        return real(text)
+
+    monkeypatch.setattr(parsing.cst, "parse_module", spy)
+    module = parsing.parse_module(MODULE)
+    assert MODULE not in parsed
+    assert max(len(text) for text in parsed) < 120  # the longest: the decorated function
+    assert _same(real(MODULE), module)
+    assert any(text.startswith("_ = [(1, 2)") for text in parsed)  # TABLE's elements, alone
