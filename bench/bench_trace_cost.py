@@ -9,11 +9,9 @@ forward FLOPs with torch's FlopCounterMode on real tensors. The loss is ``out.po
 from __future__ import annotations
 
 import sys
-import weakref
 from pathlib import Path
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -22,7 +20,7 @@ sys.path.insert(0, str(ROOT / "src"))
 from torchlint.graph.costs import summarise  # noqa: E402
 from torchlint.graph.formulas import Formulas  # noqa: E402
 from torchlint.graph.inputs import parse_input  # noqa: E402
-from torchlint.graph.peak import optimizer_step_extra, training_peak  # noqa: E402
+from torchlint.graph.peak import LiveStorage, optimizer_step_extra, training_peak  # noqa: E402
 from torchlint.graph.shapes import propagate, trace  # noqa: E402
 from torchlint.graph.target import load_target  # noqa: E402
 
@@ -36,35 +34,6 @@ CASES = [  # target, constructor kwargs, input spec, dims, real input maker
     ("fixtures/models/attention.py:Attention", '{"dim": 256, "heads": 8}', "float32[B, T, 256]",
      {"B": 8, "T": 512}, lambda: torch.randn(8, 512, 256)),
 ]
-
-
-class LiveBytes(TorchDispatchMode):
-    """Bytes of tensor storage alive, and the peak, counting storages made by ops while active."""
-
-    def __init__(self, start: int) -> None:
-        super().__init__()
-        self.live = self.peak = start
-        self.seen: set[int] = set()
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        out = func(*args, **(kwargs or {}))
-        inputs = {a.untyped_storage()._cdata for a in torch.utils._pytree.tree_leaves((args, kwargs))
-                  if isinstance(a, torch.Tensor)}  # an in-place op's output is its input
-        for tensor in (out if isinstance(out, (tuple, list)) else [out]):
-            if isinstance(tensor, torch.Tensor) and tensor.untyped_storage()._cdata not in inputs:
-                storage = tensor.untyped_storage()
-                key = storage.data_ptr()
-                if key and key not in self.seen:
-                    self.seen.add(key)
-                    size = storage.nbytes()
-                    self.live += size
-                    self.peak = max(self.peak, self.live)
-                    weakref.finalize(storage, self._free, key, size)
-        return out
-
-    def _free(self, key: int, size: int) -> None:
-        self.seen.discard(key)
-        self.live -= size
 
 
 def measured(model: torch.nn.Module, make_input) -> tuple[int, int]:
@@ -82,7 +51,7 @@ def measured(model: torch.nn.Module, make_input) -> tuple[int, int]:
     resident = sum(t.untyped_storage().nbytes() for t in [*model.parameters(), *model.buffers()])
     resident += sum(v.untyped_storage().nbytes() for state in optimizer.state.values() for v in state.values()
                     if isinstance(v, torch.Tensor) and v.dim() > 0)
-    with LiveBytes(resident) as live:
+    with LiveStorage(resident) as live:
         step()
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
@@ -139,9 +108,8 @@ def _reinit_buffers(model: torch.nn.Module, target_text: str, kwargs: str | None
     sys.path.insert(0, str(ROOT / Path(module_path).parent))
     module = __import__(Path(module_path).stem)
     fresh = getattr(module, name)(**json.loads(kwargs or "{}"))
-    for (key, buffer), (_, source) in zip(model.named_buffers(), fresh.named_buffers(), strict=True):
+    for buffer, source in zip(model.buffers(), fresh.buffers(), strict=True):
         buffer.copy_(source)
-        del key
 
 
 if __name__ == "__main__":

@@ -177,9 +177,9 @@ class CostSummary:
         return self.weights + self.trainable + self.optimizer_state + self.checkpointed + 2 * self.output
 
     @property
-    def backward_flops(self) -> sympy.Expr:
-        """Two matmuls per forward matmul (the input's and the weight's gradient)."""
-        return 2 * self.forward_flops
+    def training_flops(self) -> sympy.Expr:
+        """Forward and backward: two matmuls per forward matmul (the input's and the weight's gradient)."""
+        return 3 * self.forward_flops
 
 
 def weight_bytes(model: torch.nn.Module) -> tuple[int, int]:
@@ -197,7 +197,7 @@ def weight_bytes(model: torch.nn.Module) -> tuple[int, int]:
     return total, trainable
 
 
-def blocks_of(module_paths: list[str], model: torch.nn.Module) -> tuple[str, list[str]]:
+def blocks_of(model: torch.nn.Module) -> tuple[str, list[str]]:
     """The longest run of repeated blocks (children ``0..n-1`` of one ModuleList of one class)."""
     modules = dict(model.named_modules())
     best: tuple[str, list[str]] = ("", [])
@@ -260,7 +260,7 @@ def summarise(rows, gm: torch.fx.GraphModule, model: torch.nn.Module, optimizer:
     outputs = [row for row in rows if row.op == "output"]
     if outputs:
         summary.output = outputs[-1].output_bytes or sympy.Integer(0)
-    name, blocks = blocks_of([row.module for row in rows], model)
+    name, blocks = blocks_of(model)
     if blocks:
         inside: dict[str, sympy.Expr] = {block: sympy.Integer(0) for block in blocks}
         last_output: dict[str, sympy.Expr] = {}

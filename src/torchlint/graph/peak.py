@@ -25,6 +25,8 @@ import weakref
 from collections import Counter
 
 import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_leaves
 
 from torchlint.graph.costs import nbytes
 
@@ -133,6 +135,36 @@ def _parameter_grads(gm, nodes, index) -> list[tuple[int, int]]:
     return list(last.values())
 
 
+class LiveStorage(TorchDispatchMode):
+    """Bytes of tensor storage alive while active, and their peak: each op's new output storage
+    counts from its creation until it is freed (an in-place op's output is its input: not new)."""
+
+    def __init__(self, start: int = 0) -> None:
+        super().__init__()
+        self.live = self.peak = start
+        self.keys: set[int] = set()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        out = func(*args, **(kwargs or {}))
+        inputs = {a.untyped_storage()._cdata for a in tree_leaves((args, kwargs)) if isinstance(a, torch.Tensor)}
+        for tensor in out if isinstance(out, (tuple, list)) else [out]:
+            if not isinstance(tensor, torch.Tensor):
+                continue
+            storage = tensor.untyped_storage()
+            key = storage._cdata
+            if key in inputs or key in self.keys:
+                continue
+            self.keys.add(key)
+            self.live += storage.nbytes()
+            self.peak = max(self.peak, self.live)
+            weakref.finalize(storage, self._free, key, storage.nbytes())
+        return out
+
+    def _free(self, key: int, size: int) -> None:
+        self.keys.discard(key)
+        self.live -= size
+
+
 OPTIMIZERS = {"adamw": ("AdamW", {}), "adam": ("Adam", {}), "sgd": ("SGD", {"lr": 0.1}),
               "momentum": ("SGD", {"lr": 0.1, "momentum": 0.9}), "rmsprop": ("RMSprop", {}),
               "adagrad": ("Adagrad", {})}
@@ -143,8 +175,6 @@ def optimizer_step_extra(model: torch.nn.Module, optimizer: str) -> float:
     measured by running torch's own single-tensor implementation on meta tensors of the same shapes."""
     if optimizer not in OPTIMIZERS:
         return 0.0
-    from torch.utils._python_dispatch import TorchDispatchMode
-
     name, options = OPTIMIZERS[optimizer]
     seen: set[int] = set()
     params = []
@@ -158,32 +188,7 @@ def optimizer_step_extra(model: torch.nn.Module, optimizer: str) -> float:
         return 0.0
     step = getattr(torch.optim, name)(params, foreach=False, **options)
 
-    class Live(TorchDispatchMode):
-        def __init__(self) -> None:
-            super().__init__()
-            self.live = self.peak = 0
-            self.keys: set[int] = set()
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            out = func(*args, **(kwargs or {}))
-            inputs = {a.untyped_storage()._cdata for a in torch.utils._pytree.tree_leaves((args, kwargs))
-                      if isinstance(a, torch.Tensor)}  # an in-place op's output is its input
-            for tensor in out if isinstance(out, (tuple, list)) else [out]:
-                if isinstance(tensor, torch.Tensor) and tensor.dim() > 0 and tensor.untyped_storage()._cdata not in inputs:
-                    storage = tensor.untyped_storage()
-                    key = storage._cdata
-                    if key not in self.keys:
-                        self.keys.add(key)
-                        self.live += storage.nbytes()
-                        self.peak = max(self.peak, self.live)
-                        weakref.finalize(storage, self._free, key, storage.nbytes())
-            return out
-
-        def _free(self, key: int, size: int) -> None:
-            self.keys.discard(key)
-            self.live -= size
-
     step.step()  # the state is made here
-    with torch.no_grad(), Live() as live:
+    with torch.no_grad(), LiveStorage() as live:
         step.step()
     return float(live.peak)

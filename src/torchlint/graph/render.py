@@ -44,7 +44,7 @@ def cost_lines(report: TraceReport, formulas: Formulas) -> list[str]:
         "cost per step (formulas in the symbolic dims; --dims B=8,T=4096 evaluates them)"
     lines = [head,
              f"  forward FLOPs       {both(costs.forward_flops, 'flops')}",
-             f"  training FLOPs      {both(costs.forward_flops * 3, 'flops')} (backward counted as 2 × forward)",
+             f"  training FLOPs      {both(costs.training_flops, 'flops')} (backward counted as 2 × forward)",
              f"  weights             {both(costs.weights, 'bytes')} (parameters and buffers)",
              f"  training memory     {both(costs.training, 'bytes')} with {costs.optimizer}: weights, "
              f"gradients {both(costs.trainable, 'bytes')}, optimizer state {both(costs.optimizer_state, 'bytes')}, "

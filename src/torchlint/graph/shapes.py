@@ -268,8 +268,7 @@ def propagate(target: Target, gm: torch.fx.GraphModule, inputs: list[InputSpec])
             row.flops, row.saved = cost.flops, cost.saved
             node.meta["cost"] = cost
             node.meta["storages"] = meter.keys_of(result)
-            tensor = result if isinstance(result, torch.Tensor) else next(
-                (t for t in result if isinstance(t, torch.Tensor)), None) if isinstance(result, (tuple, list)) else None
+            tensor = _first_tensor(result)
             if tensor is not None:
                 row.output_bytes = nbytes(tensor)
             report.rows.append(row)
@@ -381,10 +380,18 @@ def _export_module_path(node: torch.fx.Node) -> str:
     return path if path and not path.startswith("_") else "-"
 
 
+def _first_tensor(result) -> torch.Tensor | None:
+    """The tensor a node made, or the first of the tuple it made."""
+    if isinstance(result, torch.Tensor):
+        return result
+    if isinstance(result, (tuple, list)) and result and isinstance(result[0], torch.Tensor):
+        return result[0]
+    return None
+
+
 def _row(node, result, modules, symbols: _Symbols, source) -> Row:
     module, op = _module_of(node, modules)
-    tensor = result if isinstance(result, torch.Tensor) else (
-        result[0] if isinstance(result, (tuple, list)) and result and isinstance(result[0], torch.Tensor) else None)
+    tensor = _first_tensor(result)
     shape = symbols.shape(tensor) if tensor is not None else "-"
     dtype = str(tensor.dtype).replace("torch.", "") if tensor is not None else "-"
     params = 0
