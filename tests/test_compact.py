@@ -37,6 +37,7 @@ def test_code_is_unchanged_and_equal_tokens_become_one_object():
     module = cst.parse_module(SOURCE)
     before = _nodes(module)
     commas_before = {id(n) for n in before if isinstance(n, cst.Comma)}
+    torch_strings_before = {id(n.value) for n in before if isinstance(n, cst.Name) and n.value == "torch"}
     share_tokens(module)
     after = _nodes(module)
     assert module.code == SOURCE
@@ -45,6 +46,9 @@ def test_code_is_unchanged_and_equal_tokens_become_one_object():
     assert len(commas_after) == 1  # `, ` everywhere: one shared object
     spaces = {id(n) for n in after if isinstance(n, cst.SimpleWhitespace) and n.value == " "}
     assert len(spaces) == 1
+    torch_names = [n for n in after if isinstance(n, cst.Name) and n.value == "torch"]
+    assert len(torch_names) == 3 and len({id(n) for n in torch_names}) == 3  # the names stay apart
+    assert len(torch_strings_before) > 1 and len({id(n.value) for n in torch_names}) == 1  # their strings are one
 
 
 def test_names_calls_and_statements_keep_their_own_objects_and_positions():

@@ -3,16 +3,18 @@
 A project module's summary keeps its LibCST tree alive (its functions' bodies are walked again with
 the facts of each call site), and the trees of the summaries held are most of the live memory over
 a big project (measured on the torch package's ``_inductor``: 301 of 370 MB traced). Four nodes in
-ten are whitespace, and most of the rest of the punctuation (commas, dots, brackets, colons, newlines,
-operators) is the same few values over and over. ``share_tokens`` makes every such node that equals
-an earlier one (same type, same fields) the earlier object, in place, before the tree is walked: the
-code it prints is unchanged and no node the analysis points at (names, calls, statements) is
-touched, so positions of findings stay exact.
+ten are whitespace, and most of the rest is punctuation (commas, dots, brackets, colons, newlines,
+operators): the same few values over and over, as are the identifiers' strings. ``share_tokens``
+makes every such node that equals an earlier one (same type, same fields) the earlier object, and
+each name's string the interned one, in place, before the tree is walked: the code it prints is
+unchanged and no node the analysis points at (names, calls, statements) is replaced, so positions
+of findings stay exact.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from sys import intern
 from typing import Any
 
 import libcst as cst
@@ -36,7 +38,7 @@ def share_tokens(module: cst.Module) -> cst.Module:
     A tree too deep to recurse over is left partly shared, which is as correct."""
     shared: dict[tuple, Any] = {}
     setattr_ = object.__setattr__
-    node_type = cst.CSTNode
+    node_type, name_type = cst.CSTNode, cst.Name
 
     def visit(node: Any) -> Any:
         kind = type(node)
@@ -52,6 +54,8 @@ def share_tokens(module: cst.Module) -> cst.Module:
                 if any(a is not b for a, b in zip(items, value, strict=True)):
                     setattr_(node, name, tuple(items))
         if kind not in _TOKENS:
+            if kind is name_type:  # one string object per identifier (`self`, `x`, `torch`, ...)
+                setattr_(node, "value", intern(node.value))
             return node
         key = (kind, *[id(v) if isinstance(v, node_type) else v for v in map(node.__getattribute__, names)])
         try:

@@ -42,7 +42,7 @@ from torchlint.static.parsing import parse_module
 ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")
 MAX_MODULE_BYTES = 2_000_000  # generated files are not summarised
 MAX_SUMMARIES = 256  # summaries kept per process: bounds memory on big trees (the torch package)
-# past this many summaries their trees' tokens are shared (compact.py): the torch package peaks at 577
+# past this many summaries their trees' tokens are shared (compact.py): the torch package peaks at 551
 # MB instead of 693, at ~40% of a parse per such summary, a cost small projects do not pay
 SHARE_AFTER = 64
 
