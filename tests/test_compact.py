@@ -3,10 +3,17 @@ the analysis points at."""
 
 from __future__ import annotations
 
-import libcst as cst
+import sys
 
+import libcst as cst
+from conftest import ROOT
+
+from torchlint.static import project
 from torchlint.static.compact import share_tokens
 from torchlint.static.locate import locate
+
+sys.path.insert(0, str(ROOT / "bench"))
+import real_bugs  # noqa: E402
 
 SOURCE = """\
 import torch
@@ -68,15 +75,6 @@ def test_names_calls_and_statements_keep_their_own_objects_and_positions():
 def test_real_bug_projects_judged_the_same_with_every_summary_shared(monkeypatch):
     """The multi-file cases of the real-bug corpus, their summaries' trees all shared (as past
     SHARE_AFTER summaries on a big project): the same findings, line for line."""
-    import sys
-
-    from conftest import ROOT
-
-    from torchlint.static import project
-
-    sys.path.insert(0, str(ROOT / "bench"))
-    import real_bugs
-
     cases = [case for case in real_bugs.load_cases() if case.path.is_dir()]
     assert len(cases) >= 5
 

@@ -14,6 +14,7 @@ of findings stay exact.
 from __future__ import annotations
 
 import dataclasses
+from functools import cache
 from sys import intern
 from typing import Any
 
@@ -30,19 +31,19 @@ _TOKENS: frozenset[type] = frozenset({
     cst.Is, cst.IsNot, cst.In, cst.NotIn, cst.And, cst.Or, cst.Not, cst.Minus, cst.Plus, cst.BitInvert,
     cst.AddAssign, cst.SubtractAssign, cst.MultiplyAssign, cst.DivideAssign, cst.ImportStar,
 })
-_FIELDS: dict[type, tuple[str, ...]] = {}
 
 
 def share_tokens(module: cst.Module) -> cst.Module:
-    """``module`` with equal token nodes made one object (changed in place; returned for chaining).
-    A tree too deep to recurse over is left partly shared, which is as correct."""
+    """``module`` with equal token nodes made one object and its names' strings interned (changed in
+    place; returned for chaining). A tree too deep to recurse over is left partly shared, which is as
+    correct."""
     shared: dict[tuple, Any] = {}
     setattr_ = object.__setattr__
     node_type, name_type = cst.CSTNode, cst.Name
 
     def visit(node: Any) -> Any:
         kind = type(node)
-        names = _FIELDS.get(kind) or _fields(kind)
+        names = _fields(kind)
         for name in names:
             value = getattr(node, name)
             if isinstance(value, node_type):
@@ -70,8 +71,6 @@ def share_tokens(module: cst.Module) -> cst.Module:
     return module
 
 
+@cache
 def _fields(kind: type) -> tuple[str, ...]:
-    names = _FIELDS.get(kind)
-    if names is None:
-        names = _FIELDS[kind] = tuple(f.name for f in dataclasses.fields(kind))
-    return names
+    return tuple(f.name for f in dataclasses.fields(kind))
