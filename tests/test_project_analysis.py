@@ -104,8 +104,8 @@ print(entropy(torch.softmax(torch.randn(4), 0)))
 
 def test_parameters_get_what_every_call_in_the_file_passes(tmp_path):
     root = make(tmp_path, {"train.py": CALLERS})
-    # TL117: the model passed to train() ends in a ReLU; TL102: entropy() is given a softmax
-    assert found(root) == [("train.py", "TL102", 25), ("train.py", "TL117", 18)]
+    # TL117: the model passed to train() ends in a ReLU; TL116: entropy() is given a softmax
+    assert found(root) == [("train.py", "TL116", 25), ("train.py", "TL117", 18)]
 
 
 DISAGREEING = """

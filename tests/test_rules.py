@@ -1287,11 +1287,13 @@ def test_rule_case(name):
 
 
 def test_every_rule_has_failing_and_passing_cases():
+    from test_rules_real_bug_shapes import CASES as SHAPE_CASES
     from test_training_rules import CASES as TRAINING_CASES
 
     from torchlint.static.rules import STATIC_RULES
 
-    failing = {code for _, expected, *_ in [*CASES.values(), *TRAINING_CASES.values()] for code, _ in expected}
+    cases = [*CASES.values(), *TRAINING_CASES.values(), *SHAPE_CASES.values()]
+    failing = {code for _, expected, *_ in cases for code, _ in expected}
     assert {rule.info.code for rule in STATIC_RULES} <= failing
     assert any(not expected for _, expected, *_ in CASES.values())
 

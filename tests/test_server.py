@@ -224,15 +224,15 @@ def test_notebook_cells_get_their_own_diagnostics(tmp_path, client):
             {"uri": cells[0], "languageId": "python", "version": 1, "text": "%matplotlib inline\nimport torch\n"},
             {"uri": cells[2], "languageId": "python", "version": 1,
              "text": "x = torch.randn(4)\np = torch.softmax(x, 0)\nh = -(p * torch.log(p)).sum()\n"}]})
-    assert codes_lines(client.diagnostics(cells[2], version=1)) == [("TL102", 3)]
+    assert codes_lines(client.diagnostics(cells[2], version=1)) == [("TL116", 3)]
     assert client.diagnostics(cells[0], version=1)["diagnostics"] == []
     noqa = client.call("textDocument/codeAction", {"textDocument": {"uri": cells[2]}, "range": span(2, 12),
                                                    "context": {"diagnostics": []}})
-    assert [a["title"] for a in noqa] == ["Disable TL102 for this line"]
+    assert [a["title"] for a in noqa] == ["Disable TL116 for this line"]
     assert list(noqa[0]["edit"]["changes"]) == [cells[2]]
     hover = client.call("textDocument/hover", {"textDocument": {"uri": cells[2]},
                                                "position": {"line": 2, "character": 12}})
-    assert "TL102" in hover["contents"]["value"]
+    assert "TL116" in hover["contents"]["value"]
 
     client.notify("notebookDocument/didChange", {
         "notebookDocument": {"uri": notebook, "version": 2},

@@ -17,7 +17,8 @@ from torchlint.static.facts.values import (
     tracked_of,
 )
 
-DIFFERENCE = "a difference"  # the description of `a - b` for two values that are equal somewhere
+DIFFERENCE = "a difference"
+MIXTURE_PARTS = frozenset({"weighted", "mixture", "softmax"})  # what `_add` sums into a mixture  # the description of `a - b` for two values that are equal somewhere
 
 
 def square(base: Value, node, half: bool) -> Value:
@@ -84,6 +85,10 @@ def _add(left: Value, right: Value, node, half: bool) -> Value:
             return Value(op="add", lo=lo, hi=hi, zero=guarded.zero, eps=eps if lo > 0 else None,
                          desc=guarded.desc, half=half, tracked=tracked, node=node)
     zero = min(left.zero, right.zero) if left.lo >= 0 and right.lo >= 0 else NONE
+    if left.op in MIXTURE_PARTS and right.op in MIXTURE_PARTS and "weighted" in (left.op, right.op):
+        # p * softmax(a) + (1 - p) * softmax(b): a mixture, 0 wherever every component underflows
+        return Value(op="mixture", lo=lo, hi=hi, zero=zero, prob=True, desc="a mixture of softmax outputs",
+                     half=half, tracked=tracked, node=node)
     return Value(op="add", lo=lo, hi=hi, zero=zero, desc=left.desc or right.desc, half=half,
                  unbounded=left.unbounded or right.unbounded, tracked=tracked, node=node,
                  squared_distance=left.squared_distance and right.squared_distance)
@@ -141,6 +146,12 @@ def _multiply(left: Value, right: Value, left_node, right_node, node, half: bool
             lo, hi = ranges.multiply(other.span, scale.span, half)
             return other.but(lo=lo, hi=hi, node=node, const=None, prob=False, eps=None)
     lo, hi = ranges.multiply(left.span, right.span, half)
+    for weight, component in ((left, right), (right, left)):
+        if weight.prob and component.op == "softmax":
+            # p * softmax(a): one weighted component of a mixture of distributions (see _add)
+            return Value(op="weighted", lo=lo, hi=hi, zero=max(left.zero, right.zero), prob=True,
+                         desc="a weighted softmax output", half=half, tracked=tracked_of(left, right),
+                         of=component, node=node)
     return Value(op="mul", lo=lo, hi=hi, zero=max(left.zero, right.zero), desc=left.desc or right.desc,
                  half=half, unbounded=left.unbounded or right.unbounded, tracked=tracked_of(left, right),
                  node=node)

@@ -123,6 +123,9 @@ TRANSPARENT_METHODS = frozenset({
 COPY_METHODS = frozenset({"clone", "gather", "index_select", "masked_select", "contiguous", "numpy", "tolist",
                           "item", "cpu", "cuda"})
 UPCAST_METHODS = frozenset({"float", "double"})
+# Differentiable tensor methods whose values are not modelled: the result keeps the receiver's history.
+HISTORY_METHODS = frozenset({"det", "diagonal", "diag", "diag_embed", "bmm", "mm", "trace", "inverse", "tril",
+                             "triu", "cross", "outer", "cumsum", "cumprod", "prod", "baddbmm", "addmm", "lerp"})
 # Methods whose result carries no autograd history.
 DETACHING_METHODS = frozenset({"detach", "detach_", "item", "numpy", "tolist"})
 # Calls of Python builtins that turn a tensor into a plain number.

@@ -41,7 +41,7 @@ def apply_op(op: str, x: Value, node, rest: list[Value]) -> Value:
                      desc="a softmax output", half=half,
                      tracked=tracked, of=x, node=node)
     if op == "log_softmax":
-        return Value(op=op, hi=0.0, half=half, tracked=tracked, node=node)
+        return Value(op=op, hi=0.0, half=half, tracked=tracked, of=x, node=node)
     if op == "exp":
         lo, hi = ranges.exp(x.span, half)
         return Value(op=op, lo=lo, hi=hi, zero=SATURATION if half else UNDERFLOW, of=x, half=half,
@@ -111,7 +111,7 @@ def apply_op(op: str, x: Value, node, rest: list[Value]) -> Value:
         return Value(op="loss", desc="a loss", half=half, tracked=tracked, node=node)
     if op in ops.LOG_OPS:
         lo, hi = ranges.log(x.span, half)
-        return Value(op=op, lo=lo, hi=hi, half=half, tracked=tracked, node=node)
+        return Value(op=op, lo=lo, hi=hi, half=half, tracked=tracked, of=x, node=node)
     if op in ops.INTEGRAL_OPS:
         return Value(op=op, half=half, tracked=False, node=node)
     return Value(op=op, half=half, tracked=tracked, node=node)

@@ -156,7 +156,10 @@ def _either_precision(model: Value, other: Value) -> Value:
 
 
 def _model(value: Value) -> bool:
-    return value.kind == "either" or (value.kind == "instance" and value.cls is not None and value.cls.is_module)
+    """A model (or loss) the configuration may choose: a project module class, or a torch.nn module
+    (`criterion = nn.BCEWithLogitsLoss() if ... else nn.MSELoss()`)."""
+    return value.kind == "either" or (value.kind == "instance" and value.cls is not None and value.cls.is_module) \
+        or (value.kind == "module" and value.qual is not None)
 
 
 def either(a: Value, b: Value) -> Value:
@@ -165,7 +168,7 @@ def either(a: Value, b: Value) -> Value:
     for rules about a configuration the user can pick; more than MAX_ALTERNATIVES classes is unknown."""
     alternatives: list[Value] = []
     for value in (*(a.items if a.kind == "either" else (a,)), *(b.items if b.kind == "either" else (b,))):
-        same = [index for index, seen in enumerate(alternatives) if seen.cls is value.cls]
+        same = [index for index, seen in enumerate(alternatives) if seen.cls is value.cls and seen.qual == value.qual]
         if not same:
             alternatives.append(value)
         else:

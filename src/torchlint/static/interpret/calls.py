@@ -185,11 +185,13 @@ class Calls:
             if callee.kind == "instance" and callee.cls is not None:
                 return _instance_result(callee, node)
             if callee.kind == "either":
-                results = [(option.cls, _instance_result(option, node)) for option in callee.items]
+                results = [(option.cls, self._module_result(option, argument, node) if option.kind == "module"
+                            else _instance_result(option, node)) for option in callee.items]
                 joined = results[0][1]
                 for _cls, result in results[1:]:
                     joined = join(joined, result)
-                return joined.but(alts=tuple(results))
+                classes = tuple((cls, result) for cls, result in results if cls is not None)
+                return joined.but(alts=classes)
             if callee.kind == "module":
                 return self._module_result(callee, argument, node)
             if callee.half:  # an unknown model made float16 with .half()
@@ -231,6 +233,8 @@ class Calls:
                 options = Value(kind="namespace", qual="argparse.Namespace", node=node)
                 return options if name == "parse_args" else Value(kind="list", items=(options, NOTHING), node=node)
             if info.op is None:
+                if name in ops.HISTORY_METHODS and receiver.tracked and not receiver.kind:
+                    return Value(tracked=True, half=receiver.half, node=node)  # `sigma.det()` of a prediction
                 return NOTHING
             result = self._op_result(info, receiver, values)
             return result.but(qual=NUMPY) if receiver.qual == NUMPY and not result.kind else result  # `arr.mean()`
@@ -254,6 +258,9 @@ class Calls:
             return result
         if qual in NUMPY_SCALARS:
             return Value(tracked=False, qual=NUMPY, node=node)
+        if qual.startswith("torch.") and qual[6:] in ops.HISTORY_METHODS and values and values[0].tracked \
+                and not values[0].kind:
+            return Value(tracked=True, half=values[0].half, node=node)  # `torch.diag_embed(wh)` of a prediction
         if qual == "torch.nn.Parameter":
             frozen = info.param(1, "requires_grad")
             return Value(kind="param", tracked=not (isinstance(frozen, cst.Name) and frozen.value == "False"))

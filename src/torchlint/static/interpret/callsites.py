@@ -20,7 +20,7 @@ from torchlint.static.importers import resolved
 from torchlint.static.interpret.frames import float_default, params_of, positional_names
 from torchlint.static.interpret.scopes import Body
 
-MAX_WALKS = 3  # the first walk and at most two re-walks with parameter facts
+MAX_WALKS = 5  # the first walk and at most four re-walks with parameter facts
 
 
 Record = tuple  # (bound, args: tuple[Value, ...], kwargs: dict[str, Value], star, no_grad, fp16)
@@ -70,6 +70,7 @@ class CallSites:
             named = {p.name.value for p in params_of(params)}
             defaults = {p.name.value: d for p in params_of(params) if (d := float_default(p)) is not None}
             joined: dict[str, Value] = {}
+            differentiated: set[str] = set()
             for index, (bound, args, kwargs, star, *_modes) in enumerate(calls):
                 names = positional[1:] if bound else positional
                 passed: dict[str, Value] = {}
@@ -79,6 +80,12 @@ class CallSites:
                 for name in named:
                     value = passed.get(name, NOTHING if star else defaults.get(name, NOTHING))
                     joined[name] = value if index == 0 else join(joined[name], value)
+                    if value.tracked and not value.kind:
+                        differentiated.add(name)
+            for name in differentiated:
+                # one call that passes a tensor with history is enough: the body is differentiated there
+                if joined[name].tracked is None and not joined[name].kind:
+                    joined[name] = joined[name].but(tracked=True)
             # a float parameter is its default (see walker) unless some call gives it another value
             known = {name: value for name, value in joined.items() if informative(value) or (
                 name in defaults and value.const != defaults[name].const)}
@@ -130,6 +137,8 @@ def informative(value: Value) -> bool:
         return True  # a random generator, or an object built around one
     if value.kind == "either":
         return True  # one of several project model classes
+    if value.kind == "list":
+        return any(informative(item) for item in value.items)  # `f((xy, sigma))`: a tuple of tensors
     if value.kind:
         return value.kind in ("instance", "class", "function", "module") and (
             value.cls is not None or value.qual is not None or value.returns is not None)
@@ -143,7 +152,7 @@ def signature(facts: dict[int, dict[str, Value]], grad_off: frozenset[int] = fro
     """A cheap comparable form of the facts: did a re-walk learn anything new?"""
     return sorted(grad_off), sorted(fp16), sorted(
         (key, name, v.kind, v.op, v.prob, v.zero, v.tracked, v.lo, v.hi, v.qual, id(v.cls), v.desc,
-         v.rng is not None)
+         v.rng is not None, tuple((i.op, i.tracked, i.prob, i.zero) for i in v.items) if v.kind == "list" else ())
         for key, params in facts.items() for name, v in params.items())
 
 

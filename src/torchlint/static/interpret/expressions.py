@@ -183,6 +183,8 @@ class Expressions:
 
     def _binop(self, node: cst.BinaryOperation) -> Value:
         self.events.append((1, node))
+        if self.scope.fp16:
+            self.ctx.scopes[id(node)] = self.scope  # what TL122 asks; other scope facts of binops are unused
         left = self.expr(node.left)
         right = self.expr(node.right)
         return self._arith_value(type(node.operator).__name__, left, right, node.left, node.right, node)

@@ -41,18 +41,22 @@ from torchlint.static.rules.tl112_imprecise_log1p import ImpreciseLog1p
 from torchlint.static.rules.tl113_imprecise_expm1 import ImpreciseExpm1
 from torchlint.static.rules.tl114_naive_logsumexp import NaiveLogsumexp
 from torchlint.static.rules.tl115_hand_written_softmax import HandWrittenSoftmax
+from torchlint.static.rules.tl116_hand_written_entropy import HandWrittenEntropy
 from torchlint.static.rules.tl117_relu_on_logits import ReluOnLogits
 from torchlint.static.rules.tl118_logits_into_probability_loss import LogitsIntoProbabilityLoss
 from torchlint.static.rules.tl119_hand_written_norm import HandWrittenNorm
 from torchlint.static.rules.tl120_high_learning_rate import HighLearningRate
 from torchlint.static.rules.tl121_fill_overflows_float16 import FillOverflowsFloat16
+from torchlint.static.rules.tl122_eps_vanishes_in_float16 import EpsVanishesInFloat16
 
 # Order matters only for claims within one node: rules that own a whole expression come first.
 STATIC_RULES: tuple[Rule, ...] = (
     NaiveLogsumexp(),
+    HandWrittenEntropy(),
     ImpreciseLog1p(),
     HandWrittenBce(),
     LogOfProbability(),
+    EpsVanishesInFloat16(),
     UnguardedLog(),
     BceOnProbabilities(),
     HandWrittenNorm(),

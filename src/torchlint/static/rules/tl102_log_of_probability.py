@@ -1,4 +1,4 @@
-"""TL102 log-of-probability: log(softmax(x)) / log(sigmoid(x))."""
+"""TL102 log-of-probability: log(softmax(x)) / log(sigmoid(x)) / log of a mixture of softmax outputs."""
 
 from __future__ import annotations
 
@@ -22,7 +22,14 @@ class LogOfProbability(Rule):
         if call.op != "log" or call.operand is None or ctx.is_claimed(call.node):
             return
         value = ctx.value(call.operand)
-        if value.op not in _BETTER:
+        if value.op not in _BETTER and value.op != "mixture":
+            return
+        if value.op == "mixture":
+            ctx.report(self.info, call.node, (
+                f"`{ctx.code(call.node)}`: `{ctx.code(call.operand, 40)}` is {value.desc}; its log is -inf "
+                "wherever every component underflows to 0 (NaN gradients). Mix in log space: "
+                "torch.logsumexp(torch.stack([log(w) + log_softmax(a), log(1 - w) + log_softmax(b)]), 0)"),
+                related=made_at(ctx, call.operand, "the mixture is formed here"))
             return
         better = _BETTER[value.op]
         message = (

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from torchlint.rule import RuleInfo
+from torchlint.static.facts.ops import MODULE_OPS
 from torchlint.static.interpret.context import CallInfo, FileContext
 from torchlint.static.rules.base import Rule, alternatives, loss_input
 
@@ -27,25 +28,37 @@ class SoftmaxBeforeCrossEntropy(Rule):
     )
 
     def on_call(self, ctx: FileContext, call: CallInfo) -> None:
-        if call.op not in ("cross_entropy", "nll_loss", "bce_logits", "multilabel_logits"):
-            return
-        prediction = loss_input(call)
-        if prediction is None:
-            return
-        for when, value, related in alternatives(ctx, prediction, lambda v: f"the {v.op} is applied here"):
-            if self._check(ctx, call, prediction, when, value, related):
+        for op, chosen in _losses(call):
+            if op not in ("cross_entropy", "nll_loss", "bce_logits", "multilabel_logits"):
+                continue
+            prediction = loss_input(call)
+            if prediction is None:
                 return
+            for when, value, related in alternatives(ctx, prediction, lambda v: f"the {v.op} is applied here"):
+                if self._check(ctx, call, op, prediction, when + chosen, value, related):
+                    return
 
-    def _check(self, ctx: FileContext, call: CallInfo, prediction, when: str, value, related) -> bool:
+    def _check(self, ctx: FileContext, call: CallInfo, op: str, prediction, when: str, value, related) -> bool:
         shown = f"`{ctx.code(call.node)}`: `{ctx.code(prediction, 40)}`"
-        if call.op in _WHAT and value.op in _SQUASHED and not (call.op != "cross_entropy" and value.op == "log_softmax"):
-            loss, applied = _WHAT[call.op]
+        if op in _WHAT and value.op in _SQUASHED and not (op != "cross_entropy" and value.op == "log_softmax"):
+            loss, applied = _WHAT[op]
             message = (f"{shown} is {_SQUASHED[value.op]}{when}, but {loss} applies {applied} itself: the loss sees "
                        "squashed values twice, stays bounded away from 0 and its gradients shrink. Pass the raw logits")
-        elif call.op == "nll_loss" and value.op in ("softmax", "sigmoid"):
+        elif op == "nll_loss" and value.op in ("softmax", "sigmoid"):
             message = (f"{shown} is {_SQUASHED[value.op]}{when}, but nll_loss expects log-probabilities; use log_softmax "
                        "(or cross_entropy on the logits)")
         else:
             return False
         ctx.report(self.info, call.node, message, related=related)
         return True
+
+
+def _losses(call: CallInfo) -> list[tuple[str | None, str]]:
+    """The loss op the call computes, or, for a loss module chosen by configuration
+    (`criterion = nn.BCEWithLogitsLoss() if ... else nn.MSELoss()`), each choice's op with
+    " when the loss is `BCEWithLogitsLoss`"."""
+    callee = call.callee
+    if call.op is not None or call.form != "local" or callee is None or callee.kind != "either":
+        return [(call.op, "")]
+    return [(MODULE_OPS.get(option.qual or ""), f" when the loss is `{(option.qual or '').rsplit('.', 1)[-1]}`")
+            for option in callee.items if option.kind == "module"]

@@ -1,0 +1,79 @@
+"""TL116 hand-written-entropy: p * log(p) (or exp(lp) * lp) where a probability is exactly 0."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from torchlint.rule import RuleInfo
+from torchlint.static.facts.ops import LOG_OPS
+from torchlint.static.facts.values import UNDERFLOW, Value
+from torchlint.static.interpret.context import CallInfo, FileContext
+from torchlint.static.rules.base import Rule
+
+_NAN_HANDLING = frozenset({"nansum", "nanmean"})
+# Log-probabilities that are -inf exactly where a logit is -inf (a masked vocabulary entry).
+_LOG_PROBABILITIES = frozenset({"log_softmax"})
+
+
+def _same(a: Value, b: Value | None) -> bool:
+    """Two facts about one tensor: the same value, or values produced by the same expression."""
+    if b is None:
+        return False
+    return a is b or (a.node is not None and a.node is b.node)
+
+
+def _probability(value: Value) -> bool:
+    """Non-negative with evidence that exactly 0 is reached (a softmax underflows, a ReLU, a count)."""
+    return value.lo >= 0 and value.reaches_zero(UNDERFLOW)
+
+
+def _may_be_masked(logits: Value | None) -> bool:
+    """Logits that can hold -inf: handed in by the caller (a library function's argument, which
+    top-k/top-p filtering or a padding mask may have set to -inf), not a layer's finite output."""
+    if logits is None:
+        return True
+    return logits.op is None and not logits.kind and not logits.unbounded and logits.tracked is not True
+
+
+class HandWrittenEntropy(Rule):
+    info = RuleInfo(
+        "TL116", "hand-written-entropy", "warning",
+        "p * log(p) is 0 * -inf = NaN where a probability is exactly 0; use torch.special.entr or xlogy.",
+        tags=("numerics", "nan"),
+    )
+
+    def on_call(self, ctx: FileContext, call: CallInfo) -> None:
+        # `(p * log p).nansum()` / `torch.nan_to_num(p * log p)`: the code drops the NaN itself
+        if call.op in _NAN_HANDLING or (call.qual or "").endswith("nan_to_num"):
+            target = call.operand
+            if isinstance(target, cst.BinaryOperation):
+                ctx.claim(target)
+
+    def on_binop(self, ctx: FileContext, node: cst.BinaryOperation) -> None:
+        if not isinstance(node.operator, cst.Multiply) or ctx.is_claimed(node):
+            return
+        left, right = ctx.value(node.left), ctx.value(node.right)
+        for p_node, p, log_node, log in ((node.left, left, node.right, right), (node.right, right, node.left, left)):
+            if log.op in LOG_OPS and _same(p, log.of) and _probability(p):
+                self._report(ctx, node, log_node, (
+                    f"`{ctx.code(node, 50)}` is an entropy term written by hand: `{ctx.code(p_node, 30)}` is "
+                    f"{p.desc or 'a probability'} and is exactly 0 somewhere, where `{ctx.code(log_node, 30)}` "
+                    "is -inf and the product 0 * -inf is NaN (in the value and in the gradient). Use "
+                    "torch.special.entr(p) (or torch.xlogy(p, p)), which define 0 * log 0 as 0"))
+                return
+            from_logs = (p.op == "exp" and _same(log, p.of)) or (p.op == "softmax" and _same(p.of, log.of))
+            if from_logs and log.op in _LOG_PROBABILITIES and _may_be_masked(log.of):
+                self._report(ctx, node, log_node, (
+                    f"`{ctx.code(node, 50)}` is an entropy term written by hand from log-probabilities: "
+                    f"where a logit is -inf (a masked token, top-k/top-p filtering, padding), "
+                    f"`{ctx.code(log_node, 30)}` is -inf, its exp is 0, and 0 * -inf is NaN. Use "
+                    "torch.special.entr(probs), or torch.distributions.Categorical(logits=...).entropy()"))
+                return
+
+    def _report(self, ctx: FileContext, node: cst.BinaryOperation, log_node, message: str) -> None:
+        ctx.claim(node)
+        log_call = ctx.value(log_node).node
+        if isinstance(log_call, cst.CSTNode):
+            ctx.claim(log_call)  # one finding: TL102/TL101 on the log inside would name the same bug
+        ctx.claim(log_node)
+        ctx.report(self.info, node, message)
