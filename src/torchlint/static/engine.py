@@ -170,17 +170,20 @@ def _walk(module, path, source, options, file, handlers) -> FileContext:
     if seeded:
         facts, quiet, fp16 = callsites.CallSites(path, seeded).learned()
     seen = callsites.signature(facts, quiet, fp16)
-    for _ in range(callsites.MAX_WALKS):
+    walks = callsites.walks_for(source)
+    for walk in range(walks):
         ctx = FileContext(path=path, source=source, module=module, options=options or {},
                           project=PROCESS_PROJECT if file is not None else None, file=file,
                           call_sites=callsites.CallSites(path, seeded), param_facts=facts,
                           grad_off_functions=quiet, fp16_functions=fp16, deps=dict(deps))
-        Walker(ctx, handlers).run(module)
+        walker = Walker(ctx, handlers)
+        walker.run(module)
         if file is not None and not facts and not quiet and not fp16:  # the walk a summary would make: reused
             PROCESS_PROJECT.note_calls(file, ctx.call_sites.foreign, ctx.deps)
         facts, quiet, fp16 = ctx.call_sites.learned()
         now = callsites.signature(facts, quiet, fp16)
-        if now == seen:
+        if now == seen or walk == walks - 1:
+            walker.finish()  # only the last walk's findings are kept: its end-of-file checks alone run
             break
         seen = now
     return ctx

@@ -20,7 +20,14 @@ from torchlint.static.importers import resolved
 from torchlint.static.interpret.frames import float_default, params_of, positional_names
 from torchlint.static.interpret.scopes import Body
 
-MAX_WALKS = 5  # the first walk and at most four re-walks with parameter facts
+MAX_WALKS = 5  # the first walk and at most four re-walks with parameter facts (chains four calls deep)
+BIG_FILE_LINES = 5_000  # a file longer than this is walked at most BIG_FILE_WALKS times: a re-walk costs
+BIG_FILE_WALKS = 2  # as much as a third of its parse, and call chains that deep are rare in such files
+
+
+def walks_for(source: str) -> int:
+    """How many walks a file gets: MAX_WALKS, or BIG_FILE_WALKS past BIG_FILE_LINES lines."""
+    return BIG_FILE_WALKS if source.count("\n") > BIG_FILE_LINES else MAX_WALKS
 
 
 Record = tuple  # (bound, args: tuple[Value, ...], kwargs: dict[str, Value], star, no_grad, fp16)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+from torchlint.static.traverse import nodes_of
+
 _SET_CALLS = frozenset({"set", "frozenset"})
 # calls that iterate their argument in its own order (sorted() does not: it fixes the order)
 _ORDERED_CONSUMERS = frozenset({"list", "tuple", "enumerate", "iter", "next", "zip", "join"})
@@ -26,39 +28,26 @@ def _makes_set(node: cst.BaseExpression) -> bool:
     return False
 
 
-class _Finder(cst.CSTVisitor):
-    def __init__(self) -> None:
-        self.sets: set[str] = set()  # names bound to a set anywhere in the module
-        self.found: cst.CSTNode | None = None
-        self.iterated: list[tuple[cst.BaseExpression, cst.CSTNode]] = []
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        if _makes_set(node.value):
-            self.sets.update(t.target.value for t in node.targets if isinstance(t.target, cst.Name))
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        if node.value is not None and _makes_set(node.value) and isinstance(node.target, cst.Name):
-            self.sets.add(node.target.value)
-
-    def visit_For(self, node: cst.For) -> None:
-        self.iterated.append((node.iter, node))
-
-    def visit_CompFor(self, node: cst.CompFor) -> None:
-        self.iterated.append((node.iter, node))
-
-    def visit_Call(self, node: cst.Call) -> None:
-        func = node.func
-        name = func.value if isinstance(func, cst.Name) else func.attr.value if isinstance(func, cst.Attribute) else ""
-        if name in _ORDERED_CONSUMERS:
-            self.iterated.extend((arg.value, node) for arg in node.args)
-
-
 def set_iteration(module: cst.Module) -> cst.CSTNode | None:
     """The first place the module iterates over a set (a `for`, a comprehension, `list(s)`,
     `enumerate(s)`, `", ".join(s)`), or None."""
-    finder = _Finder()
-    module.visit(finder)
-    for iterable, node in finder.iterated:
-        if _makes_set(iterable) or (isinstance(iterable, cst.Name) and iterable.value in finder.sets):
+    sets: set[str] = set()  # names bound to a set anywhere in the module
+    iterated: list[tuple[cst.BaseExpression, cst.CSTNode]] = []
+    for node in nodes_of(module, (cst.Assign, cst.AnnAssign, cst.For, cst.CompFor, cst.Call)):
+        if isinstance(node, cst.Assign):
+            if _makes_set(node.value):
+                sets.update(t.target.value for t in node.targets if isinstance(t.target, cst.Name))
+        elif isinstance(node, cst.AnnAssign):
+            if node.value is not None and _makes_set(node.value) and isinstance(node.target, cst.Name):
+                sets.add(node.target.value)
+        elif isinstance(node, (cst.For, cst.CompFor)):
+            iterated.append((node.iter, node))
+        else:
+            func = node.func
+            name = func.value if isinstance(func, cst.Name) else func.attr.value if isinstance(func, cst.Attribute) else ""
+            if name in _ORDERED_CONSUMERS:
+                iterated.extend((arg.value, node) for arg in node.args)
+    for iterable, node in iterated:
+        if _makes_set(iterable) or (isinstance(iterable, cst.Name) and iterable.value in sets):
             return node
     return None

@@ -106,12 +106,15 @@ class Walker(Definitions, Expressions, Calls):
             self._preregister(module.body, self.frame.env)
             self.block(module.body)
             self.ctx.names = self.frame.env
-            for handler in self.handlers[4]:
-                handler(self.ctx)
         finally:
             # The dispatch tables hold bound methods of the walker: a reference cycle that would keep
             # the walker, its context and the whole syntax tree alive until a cyclic-GC pass.
             self._stmt = self._small = self._expr = {}
+
+    def finish(self) -> None:
+        """The rules' end-of-file checks: run once, after the walk whose findings are kept."""
+        for handler in self.handlers[4]:
+            handler(self.ctx)
 
     def _preregister(self, statements, table: dict[str, Value]) -> None:
         """Functions get their (still empty) body log up front, so a call to one defined later
