@@ -17,8 +17,8 @@ from torchlint.static.facts.values import (
     tracked_of,
 )
 
-DIFFERENCE = "a difference"
-MIXTURE_PARTS = frozenset({"weighted", "mixture", "softmax"})  # what `_add` sums into a mixture  # the description of `a - b` for two values that are equal somewhere
+DIFFERENCE = "a difference"  # the description of `a - b` for two values that are equal somewhere
+MIXTURE_PARTS = frozenset({"weighted", "mixture", "softmax"})  # what `_add` sums into a mixture
 
 
 def square(base: Value, node, half: bool) -> Value:

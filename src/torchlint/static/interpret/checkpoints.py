@@ -140,10 +140,14 @@ def refused(value: Value, depth: int = 0) -> list[Refused]:
 
 
 def enclosing_function(ctx: FileContext, call: CallInfo) -> cst.FunctionDef | None:
-    for body in ctx.functions:
-        if any(entry is call for entry in body.walk(expand=False)):
-            return body.node
-    return None
+    """The first function (in file order) whose log holds the call; the map is built once per walk."""
+    owners = ctx.memo.get("enclosing-function")
+    if owners is None:
+        owners = ctx.memo["enclosing-function"] = {}
+        for body in ctx.functions:
+            for entry in body.walk(expand=False):
+                owners.setdefault(id(entry), body.node)
+    return owners.get(id(call))
 
 
 def _passed(ctx: FileContext, node: cst.CSTNode, function: cst.FunctionDef | None) -> list[Value]:
