@@ -238,11 +238,6 @@ class Project:
             index = self.imports[str(root)] = ImportIndex(_python_files(root), self.resolve)
         return index.of(file.resolve())
 
-    def fp16_importer(self, file: Path, deps: dict[str, str], levels: int = 3) -> Path | None:
-        """A project file that imports ``file`` (through at most ``levels`` imports) and runs models in
-        float16; the files read are recorded in ``deps``."""
-        return self.importer_where(file, deps, lambda summary: summary.fp16 is not None, levels)
-
     def importer_where(self, file: Path, deps: dict[str, str], test, levels: int = 3) -> Path | None:
         """The nearest project file importing ``file`` (through at most ``levels`` imports) whose
         summary passes ``test``; the files read are recorded in ``deps``."""

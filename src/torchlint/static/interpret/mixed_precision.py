@@ -2,10 +2,14 @@
 
 A module whose own code shows none of these can still run in float16 when a project file that
 imports it does (the training script autocasts the model its `forward` belongs to); the project
-answers that through its import graph (``Project.fp16_importer``).
+answers that through its import graph (``project_fp16_evidence``).
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
 
 from torchlint.static.interpret.calls import autocast_dtype
 from torchlint.static.interpret.context import FileContext
@@ -36,3 +40,21 @@ def _half_dtype(ctx: FileContext, call) -> bool:
     """`.to(torch.float16)`, `.to(device, dtype=torch.half)`."""
     candidates = [call.kwargs["dtype"]] if "dtype" in call.kwargs else call.args
     return any(ctx.value(node).kind == "dtype" and ctx.value(node).half for node in candidates)
+
+
+def project_fp16_evidence(ctx: FileContext, accept: Callable[[Any, Path | None], bool] | None = None):
+    """(node, path) of the call that runs models in float16: this file's own (path ""), else that of
+    the nearest project module importing it (up to three imports away); None when there is none.
+    ``accept(node, importer path or None)`` can refuse a kind of evidence or an importer."""
+    node = fp16_evidence(ctx)
+    if node is not None:
+        return (node, "") if accept is None or accept(node, None) else None
+    if ctx.project is None or ctx.file is None:
+        return None
+    importer = ctx.project.importer_where(
+        ctx.file, ctx.deps,
+        lambda summary: summary.fp16 is not None and (accept is None or accept(summary.fp16, summary.path)))
+    if importer is None:
+        return None
+    summary = ctx.project.summary_at(str(importer))
+    return (summary.fp16, str(importer)) if summary is not None and summary.fp16 is not None else None

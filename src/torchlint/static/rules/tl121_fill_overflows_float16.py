@@ -8,7 +8,7 @@ import libcst as cst
 
 from torchlint.rule import RuleInfo
 from torchlint.static.interpret.context import CallInfo, FileContext
-from torchlint.static.interpret.mixed_precision import fp16_evidence
+from torchlint.static.interpret.mixed_precision import project_fp16_evidence
 from torchlint.static.rules.base import Rule
 
 HALF_MAX = 65504.0
@@ -51,7 +51,7 @@ class FillOverflowsFloat16(Rule):
             return
         evidence = None
         if not all(target.half for _, _, target in found):
-            evidence = self._fp16_evidence(ctx)
+            evidence = project_fp16_evidence(ctx)
         for call, number, target in found:
             if target.half:
                 why = f"`{ctx.code(call.receiver, 30)}` is {target.desc or 'a tensor'} in float16"
@@ -70,15 +70,3 @@ class FillOverflowsFloat16(Rule):
                 "inf, and NaN after the softmax). Use torch.finfo(x.dtype).min, or -1e4",
                 related=related,
             )
-
-    def _fp16_evidence(self, ctx: FileContext):
-        node = fp16_evidence(ctx)
-        if node is not None:
-            return node, ""
-        if ctx.project is None or ctx.file is None:
-            return None
-        importer = ctx.project.fp16_importer(ctx.file, ctx.deps)
-        if importer is None:
-            return None
-        summary = ctx.project.summary_at(str(importer))
-        return (summary.fp16, str(importer)) if summary is not None and summary.fp16 is not None else None

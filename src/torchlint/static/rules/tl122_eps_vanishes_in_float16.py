@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import libcst as cst
 
 from torchlint.rule import RuleInfo
@@ -9,7 +11,7 @@ from torchlint.static.facts import ranges
 from torchlint.static.facts.ops import LOG_OPS
 from torchlint.static.facts.values import Value
 from torchlint.static.interpret.context import CallInfo, FileContext
-from torchlint.static.interpret.mixed_precision import fp16_evidence
+from torchlint.static.interpret.mixed_precision import project_fp16_evidence
 from torchlint.static.rules.base import Rule
 
 _GUARDED_OPS = LOG_OPS | {"sqrt", "rsqrt", "reciprocal"}
@@ -117,18 +119,13 @@ class EpsVanishesInFloat16(Rule):
         )
 
     def _model_float16(self, ctx: FileContext):
-        """The file, or a project module importing it, converts its model to float16 (message, related)."""
-        node = fp16_evidence(ctx)
-        if node is not None:
-            return ("the file converts its model to float16", ((node, "the model is made float16 here"),)) \
-                if _pure_float16(node) else None
-        if ctx.project is None or ctx.file is None:
+        """The file, or a project module importing it (not a test), converts its model to float16."""
+        found = project_fp16_evidence(
+            ctx, lambda node, path: _pure_float16(node) and (path is None or not _test_file(path)))
+        if found is None:
             return None
-        importer = ctx.project.importer_where(
-            ctx.file, ctx.deps, lambda summary: summary.fp16 is not None and _pure_float16(summary.fp16)
-            and not _test_file(summary.path))
-        if importer is None:
-            return None
-        summary = ctx.project.summary_at(str(importer))
-        return (f"`{importer.name}`, which imports this module, converts its model to float16",
-                ((summary.fp16, "the model is made float16 here", str(importer)),))
+        node, importer = found
+        if not importer:
+            return "the file converts its model to float16", ((node, "the model is made float16 here"),)
+        return (f"`{Path(importer).name}`, which imports this module, converts its model to float16",
+                ((node, "the model is made float16 here", importer),))
