@@ -13,12 +13,12 @@ of findings stay exact.
 
 from __future__ import annotations
 
-import dataclasses
-from functools import cache
 from sys import intern
 from typing import Any
 
 import libcst as cst
+
+from torchlint.static.traverse import field_names
 
 # syntax that carries no meaning of its own: never the node of a value, a finding or a fix
 _TOKENS: frozenset[type] = frozenset({
@@ -43,7 +43,7 @@ def share_tokens(module: cst.Module) -> cst.Module:
 
     def visit(node: Any) -> Any:
         kind = type(node)
-        names = _fields(kind)
+        names = field_names(kind)
         for name in names:
             value = getattr(node, name)
             if isinstance(value, node_type):
@@ -70,7 +70,3 @@ def share_tokens(module: cst.Module) -> cst.Module:
         pass
     return module
 
-
-@cache
-def _fields(kind: type) -> tuple[str, ...]:
-    return tuple(f.name for f in dataclasses.fields(kind))

@@ -37,8 +37,14 @@ _SOURCE_ORDER = {
 
 
 @cache
+def field_names(kind: type) -> tuple[str, ...]:
+    """Every field of a LibCST node type, in declaration order."""
+    return tuple(f.name for f in dataclasses.fields(kind))
+
+
+@cache
 def _fields(kind: type) -> tuple[str, ...]:
-    names = [f.name for f in dataclasses.fields(kind) if f.name not in _LAYOUT]
+    names = [name for name in field_names(kind) if name not in _LAYOUT]
     first = [name for name in _SOURCE_ORDER.get(kind, ()) if name in names]
     return (*first, *(name for name in names if name not in first))
 

@@ -11,6 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import libcst as cst
+
 from torchlint.static.interpret.calls import autocast_dtype
 from torchlint.static.interpret.context import FileContext
 
@@ -34,6 +36,14 @@ def fp16_evidence(ctx: FileContext):
             if receiver.kind in ("instance", "module"):
                 return call.node
     return None
+
+
+def converts_whole_model(node) -> bool:
+    """Evidence (from ``fp16_evidence``) that converts a whole model to float16 (`.half()`,
+    `.to(torch.float16)`): every tensor it computes is float16, unlike an autocast, which keeps
+    reductions in float32."""
+    return isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and \
+        node.func.attr.value in ("half", "to")
 
 
 def _half_dtype(ctx: FileContext, call) -> bool:

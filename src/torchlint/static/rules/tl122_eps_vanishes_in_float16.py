@@ -11,7 +11,7 @@ from torchlint.static.facts import ranges
 from torchlint.static.facts.ops import LOG_OPS
 from torchlint.static.facts.values import Value
 from torchlint.static.interpret.context import CallInfo, FileContext
-from torchlint.static.interpret.mixed_precision import project_fp16_evidence
+from torchlint.static.interpret.mixed_precision import converts_whole_model, project_fp16_evidence
 from torchlint.static.rules.base import Rule
 
 _GUARDED_OPS = LOG_OPS | {"sqrt", "rsqrt", "reciprocal"}
@@ -34,13 +34,6 @@ def vanishing_eps(ctx: FileContext, node) -> tuple[cst.BinaryOperation, float, V
                 ranges.as_dtype(eps.const, True) == 0 and guarded.op != "const":
             return add, eps.const, guarded
     return None
-
-
-def _pure_float16(node) -> bool:
-    """Evidence that converts a whole model to float16 (`.half()`, `.to(torch.float16)`): every
-    tensor it computes is float16, unlike an autocast, which keeps reductions in float32."""
-    return isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and \
-        node.func.attr.value in ("half", "to")
 
 
 def _test_file(path) -> bool:
@@ -121,7 +114,7 @@ class EpsVanishesInFloat16(Rule):
     def _model_float16(self, ctx: FileContext):
         """The file, or a project module importing it (not a test), converts its model to float16."""
         found = project_fp16_evidence(
-            ctx, lambda node, path: _pure_float16(node) and (path is None or not _test_file(path)))
+            ctx, lambda node, path: converts_whole_model(node) and (path is None or not _test_file(path)))
         if found is None:
             return None
         node, importer = found
