@@ -2,6 +2,7 @@
 
 import json
 
+import pytest
 from test_notebooks import DEFINE, SETUP, notebook
 
 from torchlint import check_source
@@ -67,6 +68,22 @@ def test_the_comment_where_a_string_ends_suppresses_the_line_it_started_on():
     assert [f.code for f in check_source(source.replace("  # noqa: TL101", ""), "m.py")] == ["TL101"]
     elsewhere = source.replace('"""\n"""  # noqa: TL101\n', '1\nx = 2  # noqa: TL101\n')
     assert [f.code for f in check_source(elsewhere, "m.py")] == ["TL101"]
+
+
+@pytest.mark.parametrize("tail, suppressed", [
+    ('1, \\\n  2  # noqa: TL101\n', True),  # a backslash continuation: its comment goes where it ends
+    ('1, 2\nx = 3  # noqa: TL101\n', False),  # the next statement's noqa is not this line's
+    ('f"""{\n1}"""  # noqa: TL101\n', True),  # the line ends inside a triple-quoted f-string
+])
+def test_where_a_findings_comment_goes_without_and_with_a_tokenize(tail, suppressed):
+    source = "import torch\n\ndef f(x):\n    h = torch.relu(x)\n    return torch.log(h), " + tail
+    assert [f.code for f in check_source(source, "m.py")] == ([] if suppressed else ["TL101"])
+
+
+def test_a_finding_inside_a_multi_line_f_string_is_suppressed_where_the_string_ends():
+    source = 'import torch\n\ndef f(x):\n    h = torch.relu(x)\n    s = f"""{\ntorch.log(h)}\n"""  # noqa: TL101\n'
+    assert check_source(source, "m.py") == []
+    assert [(f.code, f.line) for f in check_source(source.replace("  # noqa: TL101", ""), "m.py")] == [("TL101", 6)]
 
 
 def test_line_endings_and_encoding_are_kept(project, capsys):

@@ -193,3 +193,22 @@ def test_big_statements_are_parsed_in_runs_of_elements(monkeypatch):
     assert max(len(text) for text in parsed) < 120  # the longest: the decorated function
     assert _same(real(MODULE), module)
     assert any(text.startswith("_ = [(1, 2)") for text in parsed)  # TABLE's elements, alone
+
+
+@pytest.mark.parametrize("piece", [1, 60])
+@pytest.mark.parametrize("source", [
+    MODULE,
+    MODULE.replace("\n", "\r\n"),
+    MODULE.rstrip("\n"),  # no final newline
+    "\n\n# header\n\n@dec\n\n# between\n@dec2\ndef f():\n    x = g(1)\n\n\n# lead\nclass C:\n    y = h(2)\n",
+])
+def test_spans_from_statement_lines_are_those_of_the_whole_module(monkeypatch, piece, source):
+    from torchlint.static.locate import locate
+    from torchlint.static.traverse import nodes_of
+    monkeypatch.setattr(parsing, "PIECE_CHARS", piece)
+    module, lines = parsing.parse_with_lines(source)
+    assert lines is not None and len(lines) == len(module.body)
+    nodes = list(nodes_of(module, (cst.CSTNode,)))[1:]  # every node but the module
+    whole = locate(module, nodes)
+    assert len(whole) > 30
+    assert locate(module, nodes, lines) == whole

@@ -3,7 +3,9 @@
 LibCST's PositionProvider records a range for every node of the module and
 costs more than the parse; findings are rare, so instead one code-generation
 pass notes the token index where each *reported* node starts and ends, and
-token indexes are turned into line/column at the end.
+token indexes are turned into line/column at the end. When the first line of each top-level
+statement is known (a big file parsed in pieces), only the statements that hold a reported node
+are written out, each from its own first line.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from itertools import accumulate
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState
+
+from torchlint.static.traverse import held
 
 _NEWLINE = re.compile(r"\r\n|\r|\n")
 Span = tuple[int, int, int, int]  # line, column, end_line, end_column (1-based, end exclusive)
@@ -52,13 +56,34 @@ class _Locator(CodegenState):
         self.marks[key] = (start, len(self.tokens))
 
 
-def locate(module: cst.Module, nodes: Iterable[cst.CSTNode]) -> dict[int, Span]:
+def locate(module: cst.Module, nodes: Iterable[cst.CSTNode], lines: list[int] | None = None) -> dict[int, Span]:
+    """The span of each of ``nodes`` (by id). ``lines``: the first line of each top-level statement
+    (after its leading comment lines), when known."""
     targets = {id(node) for node in nodes}
+    if lines is None or len(lines) != len(module.body):
+        return _spans(module, module, targets, 1)
+    spans: dict[int, Span] = {}
+    left = set(targets)
+    for statement, line in zip(module.body, lines, strict=True):
+        if not left:
+            break
+        found = held(statement, left)
+        if found:
+            left -= found
+            spans.update(_spans(module, statement, found, line - len(statement.leading_lines)))
+    if left:  # a node outside the statements' own parts (layout, the module's header): the whole module
+        spans.update(_spans(module, module, left, 1))
+    return spans
+
+
+def _spans(module: cst.Module, root: cst.CSTNode, targets: set[int], first_line: int) -> dict[int, Span]:
+    """Spans of ``targets`` under ``root``, whose text starts at column 1 of ``first_line``."""
     state = _Locator(module, targets)
-    module._codegen(state)
+    root._codegen(state)
     offsets = [0, *accumulate(len(token) for token in state.tokens)]
     code = "".join(state.tokens)
     line_starts = [0, *(match.end() for match in _NEWLINE.finditer(code))]  # lines as Python counts them
+    shift = first_line - 1
 
     def position(token_index: int, is_end: bool) -> tuple[int, int]:
         # a file without a final newline: the module drops the newline token it wrote after the last mark
@@ -71,7 +96,7 @@ def locate(module: cst.Module, nodes: Iterable[cst.CSTNode]) -> dict[int, Span]:
             while offset < len(code) and code[offset] in " \t\r\n":
                 offset += 1
         line = bisect_right(line_starts, offset)
-        return line, offset - line_starts[line - 1] + 1
+        return line + shift, offset - line_starts[line - 1] + 1
 
     spans: dict[int, Span] = {}
     for key, (start, end) in state.marks.items():

@@ -10,6 +10,10 @@ piece belong to the next piece's first statement, as in a whole parse. Anything 
 token error, a piece that does not parse, a count that differs) falls back to one parse of the
 whole text, which also gives a syntax error its real position.
 
+A tree parsed in pieces comes with the line of each top-level statement's first token (its first
+decorator for a decorated definition), which the tokenize pass found anyway: ``locate`` then writes
+out only the statements that hold a reported node.
+
 The freed parser memory stays in the C heap; ``release_memory`` hands it back to the system after
 a big parse, so the peak is one piece's parse, not the sum of the big files seen.
 """
@@ -36,24 +40,30 @@ _SKIPPED = frozenset({tokenize.NL, tokenize.COMMENT, tokenize.NEWLINE, tokenize.
 def parse_module(source: str) -> cst.Module:
     """``libcst.parse_module(source)``, in pieces when the source is big; the freed memory is
     released after a big parse."""
+    return parse_with_lines(source)[0]
+
+
+def parse_with_lines(source: str) -> tuple[cst.Module, list[int] | None]:
+    """``parse_module``, and the first line of each top-level statement when the tree was parsed in
+    pieces (None otherwise)."""
     if len(source) <= max(PIECE_CHARS, SPLIT_CHARS):
-        return cst.parse_module(source)
+        return cst.parse_module(source), None
     try:
-        module = _parse_in_pieces(source)
+        module, lines = _parse_in_pieces(source)
     except (tokenize.TokenError, SyntaxError, cst.ParserSyntaxError, _Mismatch):
-        module = None
+        module, lines = None, None
     if module is None:  # one parse: its tree, or its syntax error where it really is
         module = cst.parse_module(source)
     release_memory()
-    return module
+    return module, lines
 
 
 class _Mismatch(Exception):
     """The pieces do not join into the whole parse's shape: parse the text at once."""
 
 
-def _parse_in_pieces(source: str) -> cst.Module:
-    statements, first_indented = _top_level_statements(source)
+def _parse_in_pieces(source: str) -> tuple[cst.Module, list[int] | None]:
+    statements, lines, first_indented = _top_level_statements(source)
     pieces = _group(statements, source)
     modules = []
     for start, end in pieces:
@@ -65,10 +75,10 @@ def _parse_in_pieces(source: str) -> cst.Module:
             raise _Mismatch
         statements_here = list(module.body)
         if index and statements_here:
-            lines = modules[index - 1].footer
-            if lines:  # comment and blank lines after the previous piece lead this piece's first statement
+            footer = modules[index - 1].footer
+            if footer:  # comment and blank lines after the previous piece lead this piece's first statement
                 head = statements_here[0]
-                statements_here[0] = head.with_changes(leading_lines=(*lines, *head.leading_lines))
+                statements_here[0] = head.with_changes(leading_lines=(*footer, *head.leading_lines))
         elif index:
             raise _Mismatch
         body.extend(statements_here)
@@ -76,18 +86,21 @@ def _parse_in_pieces(source: str) -> cst.Module:
     # the indentation unit is read from the file's first indented block
     holder = first if first_indented is None else next(m for m, (start, end) in zip(modules, pieces, strict=True)
                                                         if start <= first_indented < end)
-    return cst.Module(body=tuple(body), header=first.header, footer=last.footer, encoding=first.encoding,
-                      default_indent=holder.default_indent, default_newline=first.default_newline,
-                      has_trailing_newline=last.has_trailing_newline)
+    module = cst.Module(body=tuple(body), header=first.header, footer=last.footer, encoding=first.encoding,
+                        default_indent=holder.default_indent, default_newline=first.default_newline,
+                        has_trailing_newline=last.has_trailing_newline)
+    return module, lines if len(lines) == len(body) else None
 
 
-def _top_level_statements(source: str) -> tuple[list[int], int | None]:
-    """Where each top-level statement starts (offsets of its first line; a decorated definition
-    starts at its first decorator) and where the first indented block is (an offset; None: none)."""
+def _top_level_statements(source: str) -> tuple[list[int], list[int], int | None]:
+    """Where each top-level statement starts (offsets of its first line, and that line; a decorated
+    definition starts at its first decorator) and where the first indented block is (an offset;
+    None: none)."""
     line_starts = [0]
     for line in io.StringIO(source):
         line_starts.append(line_starts[-1] + len(line))
     starts: list[int] = []
+    lines: list[int] = []
     first_indented = None
     depth = 0  # indentation level
     new_line = True  # the next significant token begins a logical line
@@ -112,11 +125,12 @@ def _top_level_statements(source: str) -> tuple[list[int], int | None]:
             continues = kind == tokenize.NAME and token.string in _CONTINUES
             if not continues and not decorated:
                 starts.append(line_starts[line - 1])
+                lines.append(line)
             decorated = token.string == "@"
         new_line = False
     if not starts:
         raise _Mismatch
-    return starts, first_indented
+    return starts, lines, first_indented
 
 
 def _group(starts: list[int], source: str) -> list[tuple[int, int]]:

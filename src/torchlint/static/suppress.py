@@ -9,6 +9,8 @@ from torchlint.static.comment_lines import CommentLines, comment_lines
 _NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Z]+[0-9]+(?:[\s,]+[A-Z]+[0-9]+)*))?", re.I)
 _FILE_IGNORE = re.compile(r"#\s*torchlint:\s*file-ignore(?:\[(?P<codes>[^\]]*)\])?", re.I)
 _CODE = re.compile(r"[A-Z]+[0-9]+")
+# a triple-quoted f-string: an expression inside it can start on a line that ends inside the string
+_TRIPLE_FSTRING = re.compile(r"(?i)(?:r?f|fr)(?:\"{3}|'{3})")
 
 
 def file_ignores(source: str) -> set[str] | None:
@@ -62,16 +64,27 @@ class LineSuppression:
         self.lines = lines
         self.source = source if "noqa" in source.lower() else None
         self.layout: CommentLines | None = None
+        self.fstrings = self.source is not None and _TRIPLE_FSTRING.search(source) is not None
 
     def suppresses(self, line: int, code: str) -> bool:
         if self.source is None:
             return False
-        if line_suppresses(self._text(line), code):
+        text = self._text(line)
+        if line_suppresses(text, code):
             return True
+        if self._holds_comment(text):
+            return False
         if self.layout is None:
             self.layout = comment_lines(self.source) or CommentLines()
         slot = self.layout.slot(line)
         return slot != line and line_suppresses(self._text(slot), code)
+
+    def _holds_comment(self, text: str) -> bool:
+        """True when a finding's first line surely ends outside any string and continuation, so it
+        holds its own comment: a finding starts at a token, so its line ends inside a string only
+        when that string opens on the line (a triple quote, or a quote continued by a backslash),
+        or inside a triple-quoted f-string around it."""
+        return not (self.fstrings or text.endswith("\\") or '"""' in text or "'''" in text)
 
     def _text(self, line: int) -> str:
         return self.lines[line - 1] if 0 < line <= len(self.lines) else ""

