@@ -1,6 +1,10 @@
 """`torchlint trace` cost: wall time and peak RSS per model, each in a fresh process, against a
 baseline process that only imports torch (the one-off cost every first trace pays).
 
+Every process runs in one fresh temporary folder, so the trace cache (``.torchlint_cache/trace``)
+starts empty: each model's first trace is traced, and the last case, the same LLaMA command
+again, is answered from the cache.
+
     python bench/bench_trace.py
 """
 
@@ -9,6 +13,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 MODELS = Path(__file__).resolve().parents[1] / "fixtures" / "models"
@@ -18,6 +23,7 @@ CASES = [
     ("attention", "attention.py:Attention", ["--input", "float32[B, T, 64]"]),
     ("LSTM tagger", "lstm_tagger.py:Tagger", []),
     ("LLaMA-style 6.7e9 params", "llama.py:Llama", ["--input", "int64[B, T]"]),
+    ("LLaMA, second trace (cache)", "llama.py:Llama", ["--input", "int64[B, T]"]),
 ]
 
 CHILD = """
@@ -38,11 +44,13 @@ print(json.dumps({"seconds": time.perf_counter() - start, "rss_mb": resource.get
 
 def main() -> None:
     results = []
-    for label, target, extra in CASES:
-        spec = str(MODELS / target) if target else "-"
-        out = subprocess.run([sys.executable, "-c", CHILD, spec, *extra], capture_output=True, text=True, check=True)
-        data = json.loads(out.stdout.strip().splitlines()[-1])
-        results.append((label, data))
+    with tempfile.TemporaryDirectory() as folder:
+        for label, target, extra in CASES:
+            spec = str(MODELS / target) if target else "-"
+            out = subprocess.run([sys.executable, "-c", CHILD, spec, *extra], capture_output=True, text=True,
+                                 check=True, cwd=folder)
+            data = json.loads(out.stdout.strip().splitlines()[-1])
+            results.append((label, data))
     base = results[0][1]
     print(f"{'model':<28} {'wall s':>7} {'peak RSS MB':>12} {'s over import':>14} {'RSS over import':>16}")
     for label, data in results:

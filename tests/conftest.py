@@ -27,6 +27,14 @@ def project(tmp_path, monkeypatch):
     return tmp_path
 
 
+@pytest.fixture(autouse=True)
+def _private_trace_cache(tmp_path, monkeypatch):
+    """Each test starts with an empty trace cache of its own (never the checkout's)."""
+    from torchlint.graph import trace_cache
+
+    monkeypatch.setattr(trace_cache, "FOLDER", tmp_path / ".trace-cache")
+
+
 def pytest_collection_modifyitems(config, items):
     """Tests marked `cuda` run only where a CUDA device is present; elsewhere they skip, saying why."""
     try:

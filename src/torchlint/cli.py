@@ -78,6 +78,8 @@ def build_parser() -> argparse.ArgumentParser:
     trace.add_argument("--output-format", choices=("text", "json", "sarif", "github"), default="text",
                        help="text/json: the per-layer table and findings; sarif/github: the findings")
     trace.add_argument("-o", "--output-file", type=Path, help="write the report to this file")
+    trace.add_argument("--no-cache", action="store_true", help="do not read or write .torchlint_cache/trace/ (a "
+                       "second trace of an unchanged model is answered from there)")
 
     run = sub.add_parser("run", usage="torchlint run [options] SCRIPT.py [script args...] | -m MODULE [script args...] "
                          "| model.py:Net [options]",
@@ -284,6 +286,27 @@ def _trace(args: argparse.Namespace) -> int:
         import torch  # noqa: F401
     except ImportError:
         raise ConfigError("torchlint trace needs torch: pip install 'torchlint[torch]'") from None
+    from torchlint.graph import trace_cache
+
+    request = {name: getattr(args, name) for name in ("target", "input", "init", "init_kwargs", "dims",
+                                                      "optimizer", "output_format")}
+    key = None if args.no_cache else trace_cache.entry_key(request)
+    cached = trace_cache.load(key) if key else None
+    if cached is not None:
+        text, status = cached
+        _emit(text, args.output_file)
+        return status
+    reads = trace_cache.Reads()
+    with reads.recording():
+        text, status = _trace_anew(args)
+    if key:
+        trace_cache.store(key, reads, text, status)
+    _emit(text, args.output_file)
+    return status
+
+
+def _trace_anew(args: argparse.Namespace) -> tuple[str, int]:
+    """The report's text and the exit status of one trace."""
     from torchlint.graph.costs import summarise
     from torchlint.graph.errors import TraceInputError
     from torchlint.graph.formulas import parse_dims
@@ -317,8 +340,7 @@ def _trace(args: argparse.Namespace) -> int:
         from torchlint.report import FORMATS
 
         text = FORMATS[args.output_format](report.findings, root=os.getcwd())
-    _emit(text, args.output_file)
-    return EXIT_FINDINGS if report.findings else EXIT_OK
+    return text, EXIT_FINDINGS if report.findings else EXIT_OK
 
 
 def _replay_peak(report, graph, model, dims: dict[str, int]) -> None:
