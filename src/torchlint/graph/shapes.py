@@ -233,6 +233,7 @@ def propagate(target: Target, gm: torch.fx.GraphModule, inputs: list[InputSpec])
     report.meter = meter = CostMeter()
     meter.exclude(mode, [*gm.buffers(), *(p for p in gm.parameters() if not p.requires_grad)])
     modules = dict(gm.named_modules())
+    owners = _Owners(target.model, modules)
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     if len(placeholders) != len(fakes):
         raise TraceInputError(f"{target.name}.forward takes {len(placeholders)} input(s) but {len(fakes)} "
@@ -264,7 +265,7 @@ def propagate(target: Target, gm: torch.fx.GraphModule, inputs: list[InputSpec])
                 if symbol not in pinned_before:
                     guards = [symbols.text(str(g.expr)) for g in shape_env.guards[guards_before:]]
                     report.findings.append(_specialization(node, symbol, value, target, modules, guards))
-            row = _row(node, result, modules, symbols, target.source)
+            row = _row(node, result, modules, symbols, target.source, owners)
             row.flops, row.saved = cost.flops, cost.saved
             node.meta["cost"] = cost
             node.meta["storages"] = meter.keys_of(result)
@@ -389,16 +390,39 @@ def _first_tensor(result) -> torch.Tensor | None:
     return None
 
 
-def _row(node, result, modules, symbols: _Symbols, source) -> Row:
+class _Owners:
+    """Which row shows which parameters: a called module's row shows all of its parameters, and the
+    first op that ran inside a module (a torch.export graph, or a module torch.fx traced through)
+    shows the parameters that module holds itself. Each parameter is shown once (a tied weight at
+    its first use), so the rows add up to the model's count."""
+
+    def __init__(self, model: torch.nn.Module, modules) -> None:
+        self.model = dict(model.named_modules())
+        self.modules = modules
+        self.shown: set[int] = set()
+
+    def params(self, node, module: str) -> int:
+        if node.op == "call_module" and module in self.modules:
+            held = self.modules[module].parameters()
+        elif node.op in ("call_function", "call_method") and module in self.model:
+            held = self.model[module].parameters(recurse=False)
+        else:
+            return 0
+        count = 0
+        for parameter in held:
+            if id(parameter) not in self.shown:
+                self.shown.add(id(parameter))
+                count += parameter.numel()
+        return count
+
+
+def _row(node, result, modules, symbols: _Symbols, source, owners: _Owners) -> Row:
     module, op = _module_of(node, modules)
     tensor = _first_tensor(result)
     shape = symbols.shape(tensor) if tensor is not None else "-"
     dtype = str(tensor.dtype).replace("torch.", "") if tensor is not None else "-"
-    params = 0
-    if node.op == "call_module" and module in modules:
-        params = sum(p.numel() for p in modules[module].parameters())
     file, line = _source_of(node, source)
-    return Row(node.name, module, op, shape, dtype, params, file, line)
+    return Row(node.name, module, op, shape, dtype, owners.params(node, module), file, line)
 
 
 def _location(node, target: Target) -> tuple[str, int]:
