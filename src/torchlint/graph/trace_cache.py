@@ -5,9 +5,9 @@ optimizer, output format, working folder) and by the versions of torchlint, torc
 It records every file the first trace read while importing, building and tracing the model: the
 Python modules it imported (``sys.modules``) and any other file it opened (a ``config.json``, a
 YAML file the factory reads; seen through an audit hook). The entry is used only while each of
-those files has the same content (files outside the interpreter's own folders: the user's project)
-or the same size and modification time (the installed packages). Entries live in ``.torchlint_cache/trace/`` of the
-working folder; ``--no-cache`` neither reads nor writes them.
+those files has the same content (files outside the interpreter's own folders: the user's
+project) or the same size and modification time (the installed packages). Entries live in
+``.torchlint_cache/trace/`` of the working folder; ``--no-cache`` neither reads nor writes them.
 """
 
 from __future__ import annotations
