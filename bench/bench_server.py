@@ -2,14 +2,15 @@
 
 A ~2,000-line training script is built from the top-level statements of the bundled fixtures (as
 bench_notebook.py does). A real client process (tests/lsp_client.py) opens it and then types into a
-comment line in the middle, one character per didChange (an incremental edit), in bursts: within a
+comment line in the middle (``--into string``: into a string literal on a line of code, an edit
+that changes the code), one character per didChange (an incremental edit), in bursts: within a
 burst the keystrokes come every --interval-ms; after the last one the client waits for the
 diagnostics of that version. The latency of each burst is from its last didChange to the
 publishDiagnostics for that version (debounce included); every publication is checked to carry
 the version it was computed for. The server's RSS is read from /proc after the document is opened
 and at every 10% of the edits. Targets (issue 14): p95 <= 50 ms, memory flat.
 
-    python bench/bench_server.py [--edits 1000] [--burst 10] [--interval-ms 30]
+    python bench/bench_server.py [--edits 1000] [--burst 10] [--interval-ms 30] [--into comment|string]
 """
 
 from __future__ import annotations
@@ -72,6 +73,8 @@ def main() -> int:
     parser.add_argument("--burst", type=int, default=10, help="keystrokes per burst (a wait for diagnostics after each)")
     parser.add_argument("--checks", type=int, default=3, help="in-process checks timed before and after")
     parser.add_argument("--interval-ms", type=float, default=30.0, help="time between keystrokes in a burst")
+    parser.add_argument("--into", choices=("comment", "string"), default="comment",
+                        help="type into a comment line, or into a string literal on a line of code")
     args = parser.parse_args()
 
     source = build(args.lines)
@@ -79,8 +82,10 @@ def main() -> int:
     middle = len(lines) // 2
     while lines[middle - 1].strip():  # a blank line: the comment line goes there, at module level
         middle += 1
-    source = "".join(lines[:middle]) + "# typing here: \n" + "".join(lines[middle:])
-    edit_line, column = middle, len("# typing here: ")
+    prefix = "# typing here: " if args.into == "comment" else 'typed = "typing here: '
+    typed_line = prefix + ("\n" if args.into == "comment" else '"\n')
+    source = "".join(lines[:middle]) + typed_line + "".join(lines[middle:])
+    edit_line, column = middle, len(prefix)
     direct, before = engine_times(source, args.checks)
     print(f"script: {source.count(chr(10))} lines, {len(direct)} findings")
 
@@ -107,9 +112,9 @@ def main() -> int:
                 version += 1
                 sent = client.notify("textDocument/didChange", {
                     "textDocument": {"uri": uri, "version": version},
-                    "contentChanges": [{"range": {"start": {"line": edit_line, "character": 15},
+                    "contentChanges": [{"range": {"start": {"line": edit_line, "character": len(prefix)},
                                                   "end": {"line": edit_line, "character": column}}, "text": ""}]})
-                column = 15
+                column = len(prefix)
             if (edit + 1) % args.burst == 0 or edit + 1 == args.edits:
                 message = client.wait_for(lambda m, v=version: m.get("method") == "textDocument/publishDiagnostics"
                                           and m["params"]["version"] == v, timeout=300)

@@ -299,3 +299,28 @@ def test_frame_is_content_length_framed():
     data = frame({"a": "é"})
     header, body = data.split(b"\r\n\r\n")
     assert header == b"Content-Length: %d" % len(body) and json.loads(body) == {"a": "é"}
+
+
+def test_an_edit_inside_a_comment_republishes_without_a_check(tmp_path, client):
+    # a 3 s debounce: diagnostics sooner than that can only be the last check's, reused
+    client.initialize(tmp_path, options={"torchlint": {"debounceMs": 3000}})
+    uri = (tmp_path / "m.py").as_uri()
+    commented = BUGGY.replace("    return -(target", "    # the loss\n    return -(target")
+    client.open(uri, commented)
+    first = client.diagnostics(uri, version=1)
+    assert codes_lines(first) == [("TL102", 8), ("TL103", 12)]
+    client.change(uri, 2, commented.replace("# the loss", "# the loss, summed over the batch"))
+    second = client.diagnostics(uri, version=2, timeout=2.0)
+    assert second["diagnostics"] == first["diagnostics"]
+    # a noqa in the comment, code in a comment's place, a new line: each is checked (after the debounce)
+    for version, text, expected in [
+        (3, commented.replace("    # the loss\n    return -(target * torch.log(probs)).sum()",
+                              "    return -(target * torch.log(probs)).sum()  # noqa: TL102\n"), [("TL103", 12)]),
+        (4, commented.replace("# the loss", "x = 1"), [("TL102", 8), ("TL103", 12)]),
+        (5, commented.replace("# the loss", "# the\n    # loss"), [("TL102", 9), ("TL103", 13)]),
+    ]:
+        client.change(uri, version, text)
+        with pytest.raises(TimeoutError):
+            client.diagnostics(uri, version=version, timeout=1.0)
+        assert codes_lines(client.diagnostics(uri, version=version, timeout=30.0)) == expected
+    assert client.stop()[0] == 0

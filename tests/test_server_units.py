@@ -210,3 +210,31 @@ def test_notifications_leave_no_bookkeeping_behind():
         protocol._handle_notification(types.TEXT_DOCUMENT_DID_CHANGE, change)
     assert server.workspace.get_text_document("untitled:a").source == "x = 49\n"
     assert protocol._request_futures == {}
+
+
+OLD = "import torch\nx = torch.log(y)  # a note\n# alone\ns = 'not # a comment'\n"
+
+
+@pytest.mark.parametrize("new, same", [
+    (OLD.replace("# a note", "# a longer note"), True),
+    (OLD.replace("# alone", "#"), True),
+    (OLD.replace("# a note", "# noqa: TL101"), False),  # suppression comments are read
+    (OLD.replace("# alone", "# torchlint: file-ignore"), False),
+    (OLD.replace("torch.log(y)  # a note", "torch.log(y) # a note"), False),  # code columns move
+    (OLD.replace("# alone", "# al\n# one"), False),  # lines move
+    (OLD.replace("not # a comment", "not # a remark"), False),  # a `#` inside a string
+    (OLD.replace("# alone", "z = 1"), False),
+    (OLD.replace("torch", "numpy"), False),
+])
+def test_only_comments_differ(new, same):
+    from torchlint.server.comment_edit import CommentColumns, only_comments_differ
+
+    assert only_comments_differ(OLD, new, CommentColumns(OLD)) is same
+
+
+def test_only_comments_differ_needs_the_engine_to_check_the_same_text():
+    from torchlint.server.comment_edit import CommentColumns, only_comments_differ
+
+    old = "x = 1  # mentions torch\n"  # the only mention of torch: without it the engine skips the file
+    assert not only_comments_differ(old, "x = 1  # mentions nothing\n", CommentColumns(old))
+    assert not only_comments_differ("x = (\n", "x = (\n  # c\n", CommentColumns("x = (\n"))  # no tokens

@@ -167,8 +167,14 @@ def _register_documents(server: TorchlintServer) -> None:
     @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: TorchlintServer, params: types.DidChangeTextDocumentParams) -> None:
         key = ("text", params.text_document.uri)
-        if key in ls.documents.keys:
+        if key not in ls.documents.keys:
+            return
+        reused = ls.documents.after_comment_edit(key)
+        if reused is None:
             ls.check_soon(key)
+            return
+        ls.scheduler.settle(key)
+        ls.publish(key, reused)
 
     @server.feature(types.TEXT_DOCUMENT_DID_SAVE, types.SaveOptions(include_text=False))
     def did_save(ls: TorchlintServer, params: types.DidSaveTextDocumentParams) -> None:

@@ -56,6 +56,7 @@ class Checked:
     findings: dict[str, list[Finding]] = field(default_factory=dict)
     texts: dict[str, str] = field(default_factory=dict)
     deps: frozenset[str] = frozenset()
+    comments: object = None  # comment_edit.CommentColumns of a text document's text, made when first asked
 
 
 def check_text_document(uri: str, text: str, settings: Settings, token: object) -> Checked:

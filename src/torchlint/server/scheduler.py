@@ -69,6 +69,12 @@ class Scheduler:
         wait = self.delay if delay is None else delay
         self.timers[key] = self.loop.call_later(wait, self._ready, key)
 
+    def settle(self, key: Hashable) -> None:
+        """The key's findings are current without a check: drop its pending and running checks."""
+        if key == self.running:
+            self._interrupt()
+        self.forget(key)
+
     def forget(self, key: Hashable) -> None:
         timer = self.timers.pop(key, None)
         if timer is not None:

@@ -12,6 +12,7 @@ from urllib.parse import unquote
 from pygls.lsp.server import LanguageServer
 
 from torchlint.config import Settings
+from torchlint.server.comment_edit import CommentColumns, only_comments_differ
 from torchlint.server.documents import (
     CODE_CELL,
     CellText,
@@ -106,6 +107,24 @@ class Documents:
         if checked is None or checked.token != self.token(key):
             return None
         return checked
+
+    def after_comment_edit(self, key: Key) -> Checked | None:
+        """The last check, made current, when the text document changed since only inside comments
+        (its findings are those of the new text); None when it needs a check."""
+        kind, uri = key
+        checked = self.results.get(key)
+        token = self.token(key)
+        if kind != "text" or checked is None or token is None or checked.token is None:
+            return None
+        old, document = checked.texts.get(uri), self.text_document(uri)
+        if old is None or document is None or checked.token[1:] != token[1:]:  # the same settings
+            return None
+        if checked.comments is None:
+            checked.comments = CommentColumns(old)
+        new = document.source
+        if not only_comments_differ(old, new, checked.comments):
+            return None
+        return Checked(token, checked.findings, {uri: new}, checked.deps, checked.comments)
 
     # -- bookkeeping --------------------------------------------------------------------------
     def record(self, key: Key, checked: Checked) -> set[str]:
