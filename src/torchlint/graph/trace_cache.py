@@ -47,18 +47,19 @@ class Reads:
 
     def __init__(self) -> None:
         self.opened: set[str] = set()
-        self.active = False
         self.before: set[str] = set()
 
     @contextmanager
     def recording(self):
+        global _recording
         self.before = set(sys.modules)
-        self.active = True
-        _hook_into(self)
+        if not _hooked:
+            _hook()
+        _recording = self
         try:
             yield self
         finally:
-            self.active = False
+            _recording = None
 
     def files(self) -> list[str]:
         found = set(self.opened)
@@ -70,25 +71,26 @@ class Reads:
         return sorted(p for p in real if not p.startswith(_VOLATILE) and os.path.isfile(p))
 
 
-_RECORDERS: list[Reads] = []
+_recording: Reads | None = None  # the recorder the audit hook feeds, while one records
+_hooked = False
 _VOLATILE = ("/proc/", "/sys/", "/dev/")  # their sizes and times change on every read
 
 
-def _hook_into(reads: Reads) -> None:
-    """One audit hook per process (they cannot be removed); it feeds whichever recorder is active."""
-    if not _RECORDERS:
-        def hook(event: str, args: tuple) -> None:
-            if event == "open" and _RECORDERS[-1].active:
-                path, mode, flags = args
-                reading = "r" in mode and "+" not in mode if isinstance(mode, str) else \
-                    not (flags or 0) & (os.O_WRONLY | os.O_RDWR)
-                if reading and isinstance(path, (str, bytes, os.PathLike)):
-                    _RECORDERS[-1].opened.add(os.fsdecode(path))
+def _hook() -> None:
+    """One audit hook per process (hooks cannot be removed); it feeds whichever recorder is recording."""
+    global _hooked
 
-        _RECORDERS.append(reads)
-        sys.addaudithook(hook)
-    else:
-        _RECORDERS[-1] = reads
+    def hook(event: str, args: tuple) -> None:
+        reads = _recording
+        if event == "open" and reads is not None:
+            path, mode, flags = args
+            reading = "r" in mode and "+" not in mode if isinstance(mode, str) else \
+                not (flags or 0) & (os.O_WRONLY | os.O_RDWR)
+            if reading and isinstance(path, (str, bytes, os.PathLike)):
+                reads.opened.add(os.fsdecode(path))
+
+    sys.addaudithook(hook)
+    _hooked = True
 
 
 def _own(path: str) -> bool:

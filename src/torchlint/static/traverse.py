@@ -57,7 +57,7 @@ class _Kinds(dict):
     of a whole search."""
 
     def __missing__(self, kind: type) -> tuple[str, ...] | None:
-        fields = _fields(kind) if isinstance(kind, type) and issubclass(kind, cst.CSTNode) else None
+        fields = _fields(kind) if issubclass(kind, cst.CSTNode) else None
         self[kind] = fields
         return fields
 
@@ -65,15 +65,15 @@ class _Kinds(dict):
 _KINDS = _Kinds()
 
 
-def _children(node: cst.CSTNode, fields: tuple[str, ...]) -> list:
-    """The nodes in ``node``'s searched fields, in source order."""
+def _children(node: cst.CSTNode) -> list:
+    """The nodes in ``node``'s searched fields, in source order (a LibCST sequence holds only nodes)."""
     children = []
     kinds = _KINDS
-    for name in fields:
+    for name in kinds[type(node)]:
         value = getattr(node, name)
         kind = type(value)
         if kind is tuple:
-            children.extend(item for item in value if kinds[type(item)] is not None)
+            children.extend(value)
         elif kinds[kind] is not None:
             children.append(value)
     return children
@@ -99,30 +99,21 @@ def _wanted(types: tuple[type, ...]) -> _Wanted:
 def nodes_of(root: cst.CSTNode, types: tuple[type, ...]) -> Iterator[cst.CSTNode]:
     """The nodes under ``root`` (itself included) that are instances of ``types``, in source order."""
     stack: list = [root]
-    kinds = _KINDS
     wanted = _wanted(types)
     while stack:
         node = stack.pop()
-        kind = type(node)
-        if wanted[kind]:
+        if wanted[type(node)]:
             yield node
-        stack.extend(reversed(_children(node, kinds[kind])))
+        stack.extend(reversed(_children(node)))
 
 
 def held(root: cst.CSTNode, wanted: set[int]) -> set[int]:
     """The ids in ``wanted`` of nodes under ``root`` (itself included)."""
     found = set()
     stack: list = [root]
-    kinds = _KINDS
     while stack:
         node = stack.pop()
         if id(node) in wanted:
             found.add(id(node))
-        for name in kinds[type(node)]:
-            value = getattr(node, name)
-            kind = type(value)
-            if kind is tuple:
-                stack.extend(value)
-            elif kinds[kind] is not None:
-                stack.append(value)
+        stack.extend(_children(node))
     return found
