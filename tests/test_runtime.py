@@ -1,5 +1,6 @@
 """`torchlint.watch`: the cheap per-step checks and the slow path that names module, op and line."""
 
+import contextlib
 import os
 
 import pytest
@@ -288,6 +289,30 @@ def test_eps_zero_on_a_dead_unit_is_nan_after_the_step():
     [event] = watcher.events
     assert (event.code, event.step, event.module) == ("TL906", 1, "weight")
     assert "exp_avg_sq is 0 at 4 of its 4 non-finite entries and eps=0, so the update divided by zero" in event.message
+
+
+def test_nan_parameters_are_found_on_the_steps_that_do_not_measure_them():
+    """Parameter norms are read on steps 1-5 and every 10th; a step whose module outputs are not
+    finite measures them too, so the update of step 12 is still named exactly."""
+    from torchlint.runtime.watch import PARAM_EVERY, PARAM_FIRST
+
+    torch.manual_seed(0)
+    model = torch.nn.Linear(4, 3)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-2, eps=1e-8)
+    x = torch.randn(16, 4)
+    with torchlint.watch(model, optimizer) as watcher:
+        for step in range(1, 16):
+            if step == 12:
+                optimizer.param_groups[0]["eps"] = 0  # the dead unit's update becomes 0 / 0
+            optimizer.zero_grad()
+            model(x)[:, :2].pow(2).mean().backward()
+            optimizer.step()
+    assert (PARAM_FIRST, PARAM_EVERY) == (5, 10)
+    measured = [s.param_norm is not None for s in watcher.history]
+    assert measured[:13] == [True] * 5 + [False] * 4 + [True, False, False, True]  # 13: its outputs hold NaN
+    [event] = watcher.events
+    assert (event.code, event.step, event.module) == ("TL906", 12, "weight")
+    assert event.message.startswith("step 12: optimizer.step() left `weight` non-finite")
 
 
 def test_nan_in_the_initialisation_is_not_blamed_on_the_optimizer():
@@ -681,3 +706,38 @@ def test_evaluation_between_steps_keeps_nothing_alive():
             gc.collect()
             assert all(ref() is None for ref in batches)
     assert watcher.events == [] and watcher.step == 2
+
+
+def _ops_per_step(layers: int, watched: bool) -> int:
+    """aten ops dispatched by step 7 of a Sequential of `layers` Linear+ReLU blocks (steps 6-9 do not
+    measure the parameter norms)."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Count(TorchDispatchMode):
+        ops = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            Count.ops += 1
+            return func(*args, **(kwargs or {}))
+
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(*[m for _ in range(layers) for m in (torch.nn.Linear(8, 8), torch.nn.ReLU())])
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01, foreach=True)
+    x = torch.randn(4, 8)
+    watcher = torchlint.watch(model, optimizer) if watched else contextlib.nullcontext()
+    with watcher:
+        for step in range(1, 8):
+            counter = Count() if step == 7 else contextlib.nullcontext()
+            with counter:
+                optimizer.zero_grad()
+                model(x).pow(2).mean().backward()
+                optimizer.step()
+    return Count.ops
+
+
+def test_the_cheap_check_dispatches_the_same_ops_whatever_the_number_of_modules():
+    """O(1) kernels per step: module outputs are checked by one fused norm per forward, not one
+    reduction per module (on a GPU each op is a kernel launch)."""
+    small = _ops_per_step(4, True) - _ops_per_step(4, False)
+    large = _ops_per_step(32, True) - _ops_per_step(32, False)
+    assert 0 < small == large <= 20  # 20 ops on torch 2.13: 2 foreach norms, stacks, the read; ~10 kernels

@@ -90,6 +90,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("-m", dest="module", metavar="MODULE", help="run a module as `python -m MODULE` does; "
                      "everything after it is the module's")
     run.add_argument("--max-steps", type=int, help="scripts: stop after this many optimizer steps")
+    run.add_argument("--nproc-per-node", type=int, metavar="N", help="scripts: run N ranks on this machine, as "
+                     "torchrun does (the script calls init_process_group); the ranks stop together, rank 0 reports")
     run.add_argument("--input", action="append", default=[], metavar="SPEC", help="as for trace; B is 8, other names 16")
     run.add_argument("--init", help="constructor expression, as for trace")
     run.add_argument("--init-kwargs", help="JSON constructor keyword arguments, as for trace")
@@ -134,6 +136,7 @@ def main(argv: list[str] | None = None) -> int:
             argv = ["run", *own]
         args = parser.parse_args(argv)
         args.script_args = script_args
+        args.run_argv = argv[1:]
         if args.command == "rules":
             return _list_rules()
         if args.command == "rule":
@@ -378,6 +381,9 @@ def _run(args: argparse.Namespace) -> int:
         return _run_script(args)
     if is_script(args.target):
         return _run_script(args)
+    if args.nproc_per_node is not None:
+        raise ConfigError("--nproc-per-node runs a script as several ranks (torchlint run --nproc-per-node 2 "
+                          "train.py); a model target trains in one process")
     if args.device == "cuda" and not torch.cuda.is_available():
         raise ConfigError("--device cuda: no CUDA device is available")
     progress = Progress(total=args.steps) if not args.no_progress else None
@@ -428,7 +434,10 @@ def _run_script(args: argparse.Namespace) -> int:
         program.check()
     except LaunchError as error:
         raise ConfigError(str(error)) from None
-    progress = Progress(total=args.max_steps) if not args.no_progress else None
+    if args.nproc_per_node is not None:
+        return _spawn_ranks(args)
+    # under torchrun every rank runs torchlint: one progress line (rank 0's), one report
+    progress = Progress(total=args.max_steps) if not args.no_progress and os.environ.get("RANK", "0") == "0" else None
     try:
         report, outcome = run_script(program, args.max_steps, args.explode_factor, on_step=progress,
                                      snapshot=args.snapshot)
@@ -436,6 +445,8 @@ def _run_script(args: argparse.Namespace) -> int:
         if progress is not None:
             progress.close()
     if outcome.exited_early:  # `train.py --help`, or a usage error of its own: the script's word is the last
+        return outcome.status
+    if report.rank:  # the ranks exchanged their events: rank 0 reports for all of them
         return outcome.status
     if args.repro and outcome.status != 130:
         from torchlint.runtime.repro import script_runs_differ
@@ -448,6 +459,18 @@ def _run_script(args: argparse.Namespace) -> int:
         _add_repro(report, repro_event(difference, report.sources), identical)
     sys.stdout.flush()
     return _emit_run(report, args, outcome.status)
+
+
+def _spawn_ranks(args: argparse.Namespace) -> int:
+    from torchlint.runtime.spawn import strip_option, spawn_ranks
+
+    if args.nproc_per_node < 1:
+        raise ConfigError("--nproc-per-node must be at least 1")
+    if args.repro:
+        raise ConfigError("--repro runs the script in fresh single processes; it cannot be combined with "
+                          "--nproc-per-node")
+    own = strip_option(args.run_argv, "--nproc-per-node", ambiguous=("--no-progress", "--no-cache"))
+    return spawn_ranks(args.nproc_per_node, [*own, *args.script_args])
 
 
 def _emit_run(report, args: argparse.Namespace, status: int) -> int:

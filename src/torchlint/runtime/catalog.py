@@ -47,5 +47,17 @@ GRADIENTS_NOT_CLEARED = RuleInfo(
     "backward() starts while the previous step's gradients are untouched since optimizer.step(): no "
     "zero_grad() (runtime; confirms TL301).", tags=("runtime", "training-loop"), precision="very-high",
 )
+UNUSED_PARAMETERS = RuleInfo(
+    "TL910", "ddp-unused-parameters", "error",
+    "Under DistributedDataParallel without find_unused_parameters, a step left parameters without a gradient: "
+    "the next forward fails (runtime).", tags=("runtime", "distributed"), precision="very-high",
+)
+RANKS_DIVERGED = RuleInfo(
+    "TL911", "ranks-diverged", "error",
+    "The parameters of a DistributedDataParallel model differ between ranks: they were changed on some "
+    "ranks only, and the ranks now train different models (runtime).", tags=("runtime", "distributed"),
+    precision="very-high",
+)
 RUNTIME_RULES = (NON_FINITE_FORWARD, NON_FINITE_GRADIENT, EXPLODING_GRADIENT, MEMORY_GROWTH, NONDETERMINISTIC,
-                 NON_FINITE_PARAMETER, VANISHING_GRADIENT, GRAPH_KEPT_ALIVE, GRADIENTS_NOT_CLEARED)
+                 NON_FINITE_PARAMETER, VANISHING_GRADIENT, GRAPH_KEPT_ALIVE, GRADIENTS_NOT_CLEARED,
+                 UNUSED_PARAMETERS, RANKS_DIVERGED)

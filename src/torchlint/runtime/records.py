@@ -27,7 +27,7 @@ class StepStats:
     step: int
     loss: float
     grad_norm: float
-    param_norm: float
+    param_norm: float | None  # None on the steps that do not measure it (see watch.PARAM_EVERY)
     memory: int
     seconds: float
 
@@ -40,6 +40,7 @@ class Track:
     param_norms: torch.Tensor | None = None  # per parameter, after its last step
     param_total: float | None = None
     last_step: int | None = None
+    param_step: int | None = None  # the step that measured param_norms: the updates since are those compared
     low_steps: int = 0
     lrs: list = field(default_factory=list)  # each group's lr at its last step
     clipped: bool = False  # whether gradients were clipped before its last step

@@ -24,7 +24,7 @@ def _summary(report: RunReport) -> dict[str, dict[str, float]]:
     }
     out = {}
     for name, values in series.items():
-        values = [v for v in values if math.isfinite(v)]
+        values = [v for v in values if v is not None and math.isfinite(v)]
         if values:
             out[name] = {"first": values[0], "last": values[-1], "min": min(values),
                          "median": statistics.median(values), "max": max(values)}
@@ -41,7 +41,8 @@ def _table(summary: dict[str, dict[str, float]]) -> list[str]:
 
 def render_run(report: RunReport) -> str:
     if report.device == "process":
-        out = [f"{report.target}: {report.steps} optimizer step(s) watched"]
+        ranks = f" on each of {report.world} ranks (rank 0 reports for all)" if report.world > 1 else ""
+        out = [f"{report.target}: {report.steps} optimizer step(s) watched{ranks}"]
     else:
         out = [f"{report.target}: {report.steps} step(s) on {report.device}, synthetic inputs "
                f"{', '.join(report.inputs)}"]
@@ -90,6 +91,7 @@ def render_run_json(report: RunReport) -> str:
         "inputs": report.inputs,
         "notes": report.notes,
         "steps": report.steps,
+        "ranks": report.world,
         "events": [{"code": e.code, "name": e.name, "step": e.step, "message": e.message, "module": e.module,
                     "op": e.op, "filename": e.file, "line": e.line,
                     "static": [finding_json(f) for f in e.confirmed]} for e in report.events],
@@ -104,5 +106,7 @@ def render_run_json(report: RunReport) -> str:
 
 
 def _number(value: float) -> float | str | None:
-    """JSON has no NaN/Inf: those become strings, an unknown loss null."""
+    """JSON has no NaN/Inf: those become strings; a value not measured on that step null."""
+    if value is None:
+        return None
     return value if math.isfinite(value) else str(value)

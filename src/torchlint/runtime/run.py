@@ -26,6 +26,8 @@ class RunReport:
     repro: list[str] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)  # the user's files involved
     not_observed: list = field(default_factory=list)  # static findings no event confirmed
+    rank: int | None = None  # this process's rank when the program ran on several (torchrun, DDP)
+    world: int = 1  # how many ranks exchanged their checks each step
 
 
 # the static rules whose mechanism the runtime checks can observe (numerics, memory, seeding)

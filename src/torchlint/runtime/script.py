@@ -72,4 +72,6 @@ def run_script(program: Program, max_steps: int | None, explode_factor: float,
         annotate(events)
     report = RunReport(name, [], "process", steps=watcher.step, events=events,
                        history=watcher.history, sources=watcher.sources())
+    if watcher.ranks.ranks is not None:
+        report.rank, report.world = watcher.ranks.ranks.rank, watcher.ranks.ranks.size
     return report, outcome

@@ -28,6 +28,14 @@ from torchlint.runtime.snapshot import Snapshot
 NOT_REPRODUCED = "the replay of this step from its kept inputs and RNG state did not reproduce it: stateful code?"
 
 
+def _updates(track: Track) -> str:
+    """The update(s) since the parameters were last measured: the last step's, or those of a range."""
+    step, since = track.last_step, track.param_step
+    if since is None or since >= step:
+        return f"step {step}: optimizer.step()"
+    return f"steps {since}-{step}: the optimizer's updates"
+
+
 def _at(file: str | None, line: int | None) -> str:
     return f" at {os.path.basename(file)}:{line}" if file else ""
 
@@ -45,9 +53,13 @@ class SlowPath:
     def _forward_event(self, nan: bool) -> None:
         """The first module output holding NaN/Inf. The replay names the op that made it and the
         innermost module running that op: the maker, not the module that consumed its output."""
-        sums = torch.stack([s for _, _, s in self._sums])
-        bad = (torch.isnan(sums) if nan else ~torch.isfinite(sums)).tolist()
-        module, call_index, _ = self._sums[bad.index(True)]
+        sums = torch.cat([s.to(self._sums[0][2].device) for _, _, s in self._sums])
+        keys = [key for _, part, _ in self._sums for key in part]
+        first = (torch.isnan(sums) if nan else ~torch.isfinite(sums)).tolist().index(True)
+        earlier = (~torch.isfinite(sums)).tolist().index(True)
+        if keys[earlier][1] == keys[first][1]:  # an infinity earlier in the same forward: the NaN is made of it
+            first = earlier
+        module, call_index = keys[first]
         call = self._calls[call_index] if 0 <= call_index < len(self._calls) else None
         found = self._replay(replay.first_non_finite_op, call.module, call.args, call.kwargs, call.rng, nan) \
             if call is not None else None
@@ -154,7 +166,7 @@ class SlowPath:
         why = update_causes(optimizer, params[index], step, grad_norm, float(before[index]), lr_used, first_lr,
                             track.clipped, self.sources())
         self._record(Event(EXPLODING_GRADIENT.code, EXPLODING_GRADIENT.name, step,
-                           f"step {step}: optimizer.step() multiplied the parameter norm by "
+                           f"{_updates(track)} multiplied the parameter norm by "
                            f"{total / track.param_total:.3g} ({track.param_total:.3g} -> {total:.3g}; gradient norm "
                            f"{grad_norm:.3g}), most in `{name}` ({float(before[index]):.3g} -> "
                            f"{float(param_norms[index]):.3g}): the update dwarfs the weights{why}", name))
@@ -164,7 +176,11 @@ class SlowPath:
         index = finite.index(False)
         name = self._param_name(params[index], index)
         step = track.last_step
-        when = f"step {step}: optimizer.step()" if step else "before the first step: the initialisation"
+        previous = self.history[-2] if len(self.history) >= 2 else None
+        # parameters in use were finite at the last step when its gradients were: its update made the NaN
+        exact = previous is not None and previous.step == step and math.isfinite(previous.grad_norm)
+        when = (f"step {step}: optimizer.step()" if exact else _updates(track)) if step else \
+            "before the first step: the initialisation"
         why = explain_non_finite(optimizer, params[index]) if step else ""
         snapshot = self._snapshots.get(optimizer)
         if step and snapshot is not None and snapshot.step == step:

@@ -1,11 +1,16 @@
 """`with torchlint.watch(model, optimizer):` cheap per-step checks, slow path only when one fires.
 
-Cheap path, every step: each module's output contributes one float32 sum (its finiteness says
-whether the output holds a NaN/Inf); gradients and parameters get one foreach norm each; the loss
-is the tensor `backward()` was last called on. The step boundary is the optimizer's step pre-hook,
-and all of it is read there with a single device sync per step. The parameter norm read at step
-N+1 is the one `optimizer.step()` left at step N, so NaN parameters (TL906) and a step that
-dwarfs the weights (TL903) are found without a second sync. At the start of each forward pass the
+Cheap path, every step, in a number of kernels that does not grow with the number of modules:
+the outputs of the modules a forward pass calls are checked together when its outermost call
+returns, by one fused foreach norm (`_finiteness`); gradients get one foreach norm, and so do the
+parameters on the first PARAM_FIRST steps and every PARAM_EVERY-th step after (a step whose loss,
+outputs or gradients are not finite measures them too, so an update that left NaN parameters is
+still told apart from a bad forward); the loss is the tensor `backward()` was last called on.
+Outputs are held only until their forward returns, and never more than FLUSH_BYTES of them: past
+that they are checked at once. The step boundary is the optimizer's step pre-hook, and all of it
+is read there with a single device sync per step. A parameter norm read at step N+1 is the one
+the updates since its last reading left, so NaN parameters (TL906) and a step that dwarfs the
+weights (TL903) are found without another sync. At the start of each forward pass the
 RNG state is kept (a few KiB, no sync) so that a replay draws the same dropout masks. Only the
 outermost call's inputs and output gradient are kept until the step: no inner activation or
 gradient outlives backward, so peak memory is that of the unwatched run.
@@ -43,6 +48,7 @@ from torchlint.runtime.bookkeeping import (
 from torchlint.runtime.catalog import GRAPH_KEPT_ALIVE, MEMORY_GROWTH
 from torchlint.runtime.causes import clipping_seen
 from torchlint.runtime.loss_window import LossWindow
+from torchlint.runtime.ranks import RankState, unwrapped
 from torchlint.runtime.records import Call, Event, StepStats, StopRun, Track
 from torchlint.runtime.slow_path import SlowPath
 from torchlint.runtime.snapshot import Snapshot
@@ -52,6 +58,8 @@ __all__ = ["Event", "StepStats", "StopRun", "Watch", "watch"]
 MEMORY_WINDOW = 20  # steps
 MEMORY_MIN_GROWTH = 8 * 2**20  # bytes over the window
 GRAD_BUDGET = 512 * 2**20  # bytes of outermost-output gradients kept per step for replays
+FLUSH_BYTES = 64 * 2**20  # module outputs held for one fused check before it runs early
+PARAM_FIRST, PARAM_EVERY = 5, 10  # parameter norms on steps 1..5, then every 10th (and on any bad step)
 
 
 class Watch(SlowPath):
@@ -79,7 +87,11 @@ class Watch(SlowPath):
         self.history: list[StepStats] = []
         self._tracks: dict[torch.optim.Optimizer, Track] = {}
         # keyed by module object: names are resolved only on the slow path
-        self._sums: list[tuple[torch.nn.Module, int, torch.Tensor]] = []  # (module, call index, sum)
+        # module outputs of the running forward, checked together when it returns: (module, call index)
+        self._pending: list[torch.Tensor] = []
+        self._pending_keys: list[tuple[torch.nn.Module, int]] = []
+        self._pending_bytes = 0
+        self._sums: list[tuple[int, list, torch.Tensor]] = []  # checked: (call index, keys, max-abs per output)
         self._calls: list[Call] = []
         self._stack: list[torch.nn.Module] = []  # the modules entered and not yet left, innermost last
         self._ignoring = False  # inside an outermost call made with gradients off
@@ -99,6 +111,7 @@ class Watch(SlowPath):
         self._clock = time.perf_counter()
         self._graphs = GraphTracker()
         self._clearing = GradClearing()
+        self.ranks = RankState()  # torchrun/DDP: the other ranks, once the program has a process group
 
     # -- installation ------------------------------------------------------------------
     def __enter__(self) -> Watch:
@@ -183,6 +196,7 @@ class Watch(SlowPath):
                 self._ignoring = not torch.is_grad_enabled()
                 self._rng = None if self._ignoring else replay.rng_state()
             self._stack.append(module)
+            self.ranks.ran.add(id(module))
         except Exception as error:
             self._internal_error(error)
 
@@ -209,23 +223,41 @@ class Watch(SlowPath):
         if failed:  # the forward raised: what its inner calls recorded belongs to no kept call
             if outermost:
                 pending = len(self._calls)
-                self._sums = [entry for entry in self._sums if entry[1] != pending]
+                self._sums = [entry for entry in self._sums if entry[0] != pending]
+                self._drop_pending()
             return
         out = output if isinstance(output, torch.Tensor) else next(
             (o for o in (output if isinstance(output, (tuple, list)) else ()) if isinstance(o, torch.Tensor)), None)
         if outermost:  # calls are numbered in completion order of the outermost ones
-            call = Call(module, args, kwargs, self._rng)
+            call = Call(unwrapped(module), args, kwargs, self._rng)  # a replay must not run DDP's collectives
+            self.ranks.outermost(module)
             self._calls.append(call)
             if id(module) not in self._roots:
                 self._roots[id(module)] = {type(m) for m in module.modules()}
             if out is not None and out.requires_grad and out.is_floating_point():
                 out.register_hook(lambda grad, c=call: self._keep_grad(c, grad))
                 self._graphs.mark(out, self.step, "output")
-        if out is not None and out.is_floating_point():
-            call_index = len(self._calls) - 1 if outermost else len(self._calls)
-            self._sums.append((module, call_index, out.detach().float().sum()))
+        call_index = len(self._calls) - 1 if outermost else len(self._calls)
+        if out is not None and out.is_floating_point() and out.numel():
+            self._pending.append(out)  # no detach (an op per module): the check runs under no_grad
+            self._pending_keys.append((module, call_index))
+            self._pending_bytes += out.numel() * out.element_size()
+        if outermost or self._pending_bytes > FLUSH_BYTES:
+            self._flush(call_index)
         if outermost and self._loss_window is not None:  # what follows, up to backward(), makes the loss
             self._loss_window.open()
+
+    def _flush(self, call_index: int) -> None:
+        """One fused check of the outputs held: their max-abs values, in the order the modules returned."""
+        if self._pending:
+            with torch.no_grad():
+                norms = _finiteness(self._pending)
+            device = norms[0].device
+            self._sums.append((call_index, self._pending_keys, torch.stack([n.to(device) for n in norms])))
+        self._drop_pending()
+
+    def _drop_pending(self) -> None:
+        self._pending, self._pending_keys, self._pending_bytes = [], [], 0
 
     def _keep_grad(self, call: Call, grad: torch.Tensor) -> None:
         size = grad.numel() * grad.element_size()
@@ -317,25 +349,34 @@ class Watch(SlowPath):
         params = [p for group in optimizer.param_groups for p in group["params"]]
         grads = [(p.grad.coalesce().values() if p.grad.is_sparse else p.grad) for p in params if p.grad is not None]
         device = grads[0].device if grads else (params[0].device if params else torch.device("cpu"))
-        sums = torch.stack([s.to(device) for _, _, s in self._sums]) if self._sums else torch.zeros(1, device=device)
+        sums = torch.cat([s.to(device) for _, _, s in self._sums]) if self._sums else torch.zeros(1, device=device)
         grad_norm = _total_norm(grads, device)
-        param_norms = _norms([p.detach() for p in params], device)
+        measured = self.snapshot or self.step <= PARAM_FIRST or self.step % PARAM_EVERY == 0
+        param_norms = _norms([p.detach() for p in params], device) if measured else None
         # torch.full, not torch.tensor: a fill kernel, no host-to-device copy (which would sync on CUDA)
-        loss = self._loss.float().to(device).reshape(()) if self._loss is not None else torch.full((), math.nan,
-                                                                                                     device=device)
+        unknown = torch.full((), math.nan, device=device)
+        loss = self._loss.float().to(device).reshape(()) if self._loss is not None else unknown
         forward_nan, forward_inf, grad_norm, param_total, loss = torch.stack(  # the one sync of the step
             [torch.isnan(sums).any().float(), torch.isinf(sums).any().float(), grad_norm,
-             torch.linalg.vector_norm(param_norms), loss]).tolist()
+             torch.linalg.vector_norm(param_norms) if measured else unknown, loss]).tolist()
+        bad = forward_nan or forward_inf or not math.isfinite(grad_norm) or (
+            self._loss is not None and not math.isfinite(loss))
+        if param_norms is None and bad:  # was it the last update? (a second sync, on a failing step only)
+            param_norms = _norms([p.detach() for p in params], device)
+            param_total = torch.linalg.vector_norm(param_norms).item()
         memory = self._memory(device)
         now = time.perf_counter()
-        stats = StepStats(self.step, loss, grad_norm, param_total, memory, now - self._clock)
+        stats = StepStats(self.step, loss, grad_norm, param_total if param_norms is not None else None, memory,
+                          now - self._clock)
         self._clock = now
         self.history.append(stats)
         if math.isnan(self._first_loss) and math.isfinite(loss):
             self._first_loss = loss
         try:
+            before = len(self.events)
             self._judge(optimizer, track, params, param_norms, stats, bool(forward_nan), bool(forward_inf),
                         bool(grads), self._loss is not None)
+            self.ranks.after_judge(self, before, stats)
             if self.snapshot and not self.events:
                 self._snapshots.setdefault(optimizer, Snapshot()).save(optimizer, self.step)
             if self.on_step is not None:
@@ -345,15 +386,19 @@ class Watch(SlowPath):
             if self.max_steps is not None and self.step >= self.max_steps:
                 raise StopRun()
         finally:
-            track.param_norms, track.param_total, track.last_step = param_norms, param_total, self.step
+            if param_norms is not None:
+                track.param_norms, track.param_total, track.param_step = param_norms, param_total, self.step
+            track.last_step = self.step
             track.lrs, track.clipped = lrs, clipped  # what the update about to run uses
             self._sums.clear()
+            self._drop_pending()
             self._calls.clear()
             self._grad_bytes = 0
             self._loss = None
             self._backward_site = None
             self._stack.clear()
             self._clipped = False
+            self.ranks.end_step()
             if self._loss_window is not None:
                 self._loss_window.clear()
 
@@ -367,7 +412,8 @@ class Watch(SlowPath):
         absorbs it."""
         downstream_bad = not math.isfinite(stats.grad_norm) or (loss_known and not math.isfinite(stats.loss))
         median = statistics.median(track.norms[-50:]) if len(track.norms) >= self.warmup else None
-        if self._update_went_wrong(optimizer, track, params, param_norms, stats.param_norm):
+        if param_norms is not None and self._update_went_wrong(optimizer, track, params, param_norms,
+                                                               stats.param_norm):
             return
         if forward_nan or (forward_inf and downstream_bad):
             self._forward_event(nan=forward_nan)
@@ -461,6 +507,27 @@ def _installed(path: str) -> bool:
         return True
     stdlib = sysconfig.get_paths().get("stdlib")
     return bool(stdlib) and os.path.abspath(path).startswith(stdlib + os.sep)
+
+
+def _finiteness(tensors: list[torch.Tensor]) -> list[torch.Tensor]:
+    """One value per tensor, finite exactly when the tensor is. On a GPU its max-abs value: one fused
+    kernel, NaN stays NaN, Inf stays Inf, and finite values never overflow. On CPU, where that kernel
+    is 16x slower than a sum, the 2-norm accumulated in float32 (float64 kept), which overflows only
+    for values past 1.8e19."""
+    if tensors[0].device.type != "cpu":
+        return list(torch._foreach_norm(tensors, float("inf")))
+    wide = [i for i, t in enumerate(tensors) if t.dtype == torch.float64]
+    if not wide:
+        return list(torch._foreach_norm(tensors, 2, dtype=torch.float32))
+    narrow = [i for i, t in enumerate(tensors) if t.dtype != torch.float64]
+    out: list = [None] * len(tensors)
+    for index, value in zip(wide, torch._foreach_norm([tensors[i] for i in wide], 2), strict=True):
+        out[index] = value
+    if narrow:
+        for index, value in zip(narrow, torch._foreach_norm([tensors[i] for i in narrow], 2, dtype=torch.float32),
+                                strict=True):
+            out[index] = value
+    return out
 
 
 def _norms(tensors: list[torch.Tensor], device: torch.device) -> torch.Tensor:

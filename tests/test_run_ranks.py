@@ -1,0 +1,238 @@
+"""Several ranks: `torchlint run --nproc-per-node 2` and `torchrun ... -m torchlint run`, gloo on CPU.
+
+Each script builds a DistributedDataParallel model; the ranks exchange their checks every step,
+stop together, and rank 0 prints the one report.
+
+torch 2.13's gloo sometimes aborts a process as it exits ("terminate called without an active
+exception", status 134), with or without torchlint: 1 of 12 plain two-rank runs of CLEAN did, after
+their last step. An exit status is therefore checked as the expected one or that abort.
+"""
+
+import os
+import subprocess
+import sys
+
+import pytest
+from conftest import ROOT
+
+torch = pytest.importorskip("torch")
+if not torch.distributed.is_available():
+    pytest.skip("torch.distributed is not available", allow_module_level=True)
+
+HEAD = """import torch
+import torch.distributed as dist
+import torch.nn as nn
+
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+torch.manual_seed(0)
+"""
+
+UNUSED = HEAD + """
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.head2 = nn.Linear(4, 1)
+
+    def forward(self, x):
+        return self.fc(x)
+
+
+model = nn.parallel.DistributedDataParallel(Net())
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for step in range(3):
+    optimizer.zero_grad()
+    model(torch.randn(8, 4)).pow(2).mean().backward()
+    optimizer.step()
+"""
+
+LOG_NAN = HEAD + """
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        h = self.fc(x)
+        return h * torch.log(x.abs().sum(-1, keepdim=True))
+
+
+model = nn.parallel.DistributedDataParallel(Net())
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+generator = torch.Generator().manual_seed(rank)
+for step in range(6):
+    x = torch.randn(8, 4, generator=generator)
+    if rank == 1 and step == 4:
+        x[2] = 0
+    optimizer.zero_grad()
+    model(x).pow(2).mean().backward()
+    optimizer.step()
+open(f"rank{rank}.finished", "w").close()
+"""
+
+SQRT_GRAD = HEAD + """
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4, bias=False)
+
+    def forward(self, x):
+        return torch.sqrt(self.fc(x).pow(2).sum(-1))
+
+
+model = nn.parallel.DistributedDataParallel(Net())
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+generator = torch.Generator().manual_seed(rank)
+for step in range(6):
+    x = torch.randn(8, 4, generator=generator)
+    if rank == 1 and step == 2:
+        x[3] = 0
+    optimizer.zero_grad()
+    model(x).mean().backward()
+    optimizer.step()
+"""
+
+DRIFT = HEAD + """
+model = nn.parallel.DistributedDataParallel(nn.Linear(4, 1))
+if rank == 0:  # a checkpoint restored on rank 0 only, after wrapping
+    with torch.no_grad():
+        model.module.weight.fill_(0.5)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for step in range(4):
+    optimizer.zero_grad()
+    model(torch.randn(8, 4)).pow(2).mean().backward()
+    optimizer.step()
+"""
+
+CLEAN = HEAD + """
+model = nn.parallel.DistributedDataParallel(nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1)))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+generator = torch.Generator().manual_seed(rank)
+for step in range(5):
+    optimizer.zero_grad()
+    model(torch.randn(8, 4, generator=generator)).pow(2).mean().backward()
+    optimizer.step()
+open(f"rank{rank}.finished", "w").close()
+dist.destroy_process_group()
+"""
+
+
+def _run(tmp_path, source: str, *launch: str) -> subprocess.CompletedProcess:
+    script = tmp_path / "train.py"
+    script.write_text(source)
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    command = launch or (sys.executable, "-m", "torchlint", "run", "--nproc-per-node", "2")
+    return subprocess.run([*command, "train.py"], cwd=tmp_path, capture_output=True, text=True, env=env,
+                          timeout=180)
+
+
+ABORTED_AT_EXIT = 134
+
+
+def _ended(done: subprocess.CompletedProcess, status: int) -> bool:
+    return done.returncode in (status, ABORTED_AT_EXIT) and "Traceback" not in done.stderr
+
+
+def _events(out: str) -> list[str]:
+    return [line for line in out.splitlines() if " TL9" in f" {line}"]
+
+
+def test_unused_parameters_are_named_before_ddp_fails(tmp_path):
+    done = _run(tmp_path, UNUSED)
+    assert _ended(done, 1), done.stderr
+    assert done.stdout.count("optimizer step(s) watched on each of 2 ranks") == 1  # one report, rank 0's
+    [event] = _events(done.stdout)
+    assert event.startswith("train.py:15: TL910 ddp-unused-parameters: rank 0 of 2: step 1: 2 parameter(s) got no "
+                            "gradient (`head2.weight`, `head2.bias`): module(s) `head2` did not run")
+    assert "also found: TL910 on rank 1" in event
+    assert "Expected to have finished reduction" not in done.stderr  # stopped before DDP's own failure
+
+
+def test_a_nan_made_on_one_rank_is_reported_with_its_rank_op_and_line(tmp_path):
+    done = _run(tmp_path, LOG_NAN)
+    assert _ended(done, 1), done.stderr
+    [event] = _events(done.stdout)
+    assert event.startswith("train.py:16: TL901 non-finite-forward: rank 1 of 2: step 5: ")
+    assert "op torch.log at train.py:16" in event
+    assert "the loss was finite on the other ranks (rank 0: " in event
+    assert not list(tmp_path.glob("*.finished"))  # every rank stopped at step 5
+
+
+def test_a_nan_gradient_is_reported_from_the_rank_whose_replay_makes_it(tmp_path):
+    done = _run(tmp_path, SQRT_GRAD)
+    assert _ended(done, 1), done.stderr
+    [event] = _events(done.stdout)
+    # DDP averages gradients, so both ranks see NaN; only rank 1's own backward makes it
+    assert event.startswith("train.py:15: TL902 non-finite-gradient: rank 1 of 2: step 3: ")
+    assert "also found: TL902 on rank 0 (gradients are averaged across ranks" in event
+
+
+def test_parameters_changed_on_one_rank_after_wrapping_are_ranks_diverged(tmp_path):
+    done = _run(tmp_path, DRIFT)
+    assert _ended(done, 1), done.stderr
+    [event] = _events(done.stdout)
+    assert event.startswith("TL911 ranks-diverged: step 1: the parameters differ between ranks (norm ")
+
+
+def test_a_clean_ddp_run_is_one_report_and_exit_zero(tmp_path):
+    done = _run(tmp_path, CLEAN)
+    assert _ended(done, 0), done.stdout + done.stderr
+    assert done.stdout.count("5 optimizer step(s) watched on each of 2 ranks") == 1
+    assert _events(done.stdout) == []
+    assert sorted(p.name for p in tmp_path.glob("*.finished")) == ["rank0.finished", "rank1.finished"]
+
+
+def test_each_rank_of_a_torchrun_launch_runs_torchlint(tmp_path):
+    done = _run(tmp_path, LOG_NAN, sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "2",
+                "-m", "torchlint", "run")
+    assert done.returncode != 0
+    [event] = _events(done.stdout)
+    assert "TL901 non-finite-forward: rank 1 of 2: step 5" in event
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--nproc-per-node", "0", "train.py"], "--nproc-per-node must be at least 1"),
+    (["--nproc-per-node", "2", "--repro", "2", "train.py"], "cannot be combined with --nproc-per-node"),
+    (["--nproc-per-node", "2", "model.py:Net"], "a model target trains in one process"),
+])
+def test_bad_rank_options_are_one_line_errors(tmp_path, capsys, monkeypatch, argv, message):
+    from torchlint.cli import main
+
+    (tmp_path / "train.py").write_text(CLEAN)
+    (tmp_path / "model.py").write_text("import torch\nclass Net(torch.nn.Linear):\n    pass\n")
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", *argv]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
+def test_strip_option_takes_out_the_rank_count_only():
+    from torchlint.runtime.spawn import strip_option
+
+    ambiguous = ("--no-progress",)
+    assert strip_option(["--nproc-per-node", "2", "--max-steps", "5", "--", "t.py"], "--nproc-per-node",
+                        ambiguous) == ["--max-steps", "5", "--", "t.py"]
+    assert strip_option(["--nproc=2", "--no-progress", "--", "t.py", "--nproc-per-node", "3"], "--nproc-per-node",
+                        ambiguous) == ["--no-progress", "--", "t.py", "--nproc-per-node", "3"]
+    assert strip_option(["--n", "x", "--", "t.py"], "--nproc-per-node", ambiguous) == ["--n", "x", "--", "t.py"]
+
+
+def test_the_reporting_rank_is_the_earliest_cause_then_the_lowest_rank():
+    from torchlint.runtime.ranks import annotate, drift_event, order, reporting_rank
+    from torchlint.runtime.records import Event
+
+    located = Event("TL902", "non-finite-gradient", 3, "gradient", op="PowBackward0", line=9)
+    unlocated = Event("TL902", "non-finite-gradient", 3, "gradient")
+    forward = Event("TL901", "non-finite-forward", 3, "forward")
+    assert [order([]), order([forward]), order([located]), order([unlocated])] == [0, 1, 2, 3]
+    nan = float("nan")
+    table = [[3, 0.5, nan, 1.0], [2, nan, nan, 1.0], [0, 0.4, 1.0, 1.0]]
+    assert reporting_rank(table) == 1
+    assert reporting_rank([[0, 1, 1, 1], [0, 1, 1, 1]]) is None
+    [event] = annotate([[unlocated], [located], []], table, 1)
+    assert event.message == ("rank 1 of 3: gradient; the loss was finite on the other ranks (rank 0: 0.5, rank 2: "
+                             "0.4): this rank's batch (its shard of the data) makes it; also found: TL902 on rank 0 "
+                             "(gradients are averaged across ranks: a NaN one rank makes reaches all)")
+    assert drift_event(4, [[0, 1, 1, 2.0], [0, 1, 1, 2.0 * (1 + 1e-7)]]) is None  # rounding
+    assert drift_event(4, [[0, 1, 1, 2.0], [0, 1, 1, 2.1]]).code == "TL911"
