@@ -1,6 +1,7 @@
 """`torchlint.watch`: the cheap per-step checks and the slow path that names module, op and line."""
 
 import contextlib
+import math
 import os
 
 import pytest
@@ -523,7 +524,7 @@ def test_an_internal_error_switches_the_watch_off_instead_of_stopping_training(m
         raise ValueError("boom")
 
     monkeypatch.delenv("TORCHLINT_STRICT")
-    monkeypatch.setattr(watch_module, "_norms", broken)  # also used when the run ends
+    monkeypatch.setattr(watch_module, "norms", broken)  # also used when the run ends
     model = torch.nn.Linear(4, 1)
     optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
     with pytest.warns(UserWarning, match="torchlint: watch switched off after an internal error: ValueError"):
@@ -708,6 +709,18 @@ def test_evaluation_between_steps_keeps_nothing_alive():
     assert watcher.events == [] and watcher.step == 2
 
 
+def test_the_fused_check_and_the_cpu_sums_agree_on_what_is_finite(monkeypatch):
+    from torchlint.runtime import reductions
+
+    tensors = [torch.tensor([1.0, float("nan")]), torch.tensor([1e30, -float("inf")]), torch.tensor([3e38, -3e38]),
+               torch.tensor([1.0, 2.0], dtype=torch.bfloat16), torch.tensor([60000.0, 60000.0], dtype=torch.float16),
+               torch.tensor([1e300], dtype=torch.float64)]
+    cpu = [math.isfinite(v) for v in torch.stack(reductions.finiteness(tensors)).tolist()]
+    monkeypatch.setattr(reductions, "FUSED_ON_CPU", True)
+    fused = [math.isfinite(v) for v in torch.stack(reductions.finiteness(tensors)).tolist()]
+    assert cpu == fused == [False, False, True, True, True, True]
+
+
 def _ops_per_step(layers: int, watched: bool) -> int:
     """aten ops dispatched by step 7 of a Sequential of `layers` Linear+ReLU blocks (steps 6-9 do not
     measure the parameter norms)."""
@@ -735,9 +748,10 @@ def _ops_per_step(layers: int, watched: bool) -> int:
     return Count.ops
 
 
-def test_the_cheap_check_dispatches_the_same_ops_whatever_the_number_of_modules():
-    """O(1) kernels per step: module outputs are checked by one fused norm per forward, not one
-    reduction per module (on a GPU each op is a kernel launch)."""
+def test_the_cheap_check_dispatches_the_same_ops_whatever_the_number_of_modules(monkeypatch):
+    """O(1) kernels per step on a GPU: module outputs are checked by one fused norm per forward, not
+    one reduction per module (each op is a kernel launch there). The GPU's check is forced on CPU."""
+    monkeypatch.setattr("torchlint.runtime.reductions.FUSED_ON_CPU", True)
     small = _ops_per_step(4, True) - _ops_per_step(4, False)
     large = _ops_per_step(32, True) - _ops_per_step(32, False)
     assert 0 < small == large <= 20  # 20 ops on torch 2.13: 2 foreach norms, stacks, the read; ~10 kernels

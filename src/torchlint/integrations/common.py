@@ -26,12 +26,12 @@ def describe(event: Event) -> str:
 def user_site() -> tuple[str | None, int | None]:
     """The innermost calling frame in the user's code: not torchlint's, an installed library's or
     the standard library's (the `Trainer(...)` line when called from inside its `__init__`)."""
-    from torchlint.runtime.watch import _installed
+    from torchlint.runtime.reductions import installed
 
     frame = sys._getframe(1)
     while frame is not None:
         file = frame.f_code.co_filename
-        if not file.startswith("<") and not os.path.abspath(file).startswith(HERE + os.sep) and not _installed(file):
+        if not file.startswith("<") and not os.path.abspath(file).startswith(HERE + os.sep) and not installed(file):
             return os.path.abspath(file), frame.f_lineno
         frame = frame.f_back
     return None, None

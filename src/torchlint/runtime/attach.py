@@ -17,7 +17,8 @@ import contextlib
 import importlib.abc
 import sys
 
-from torchlint.runtime.watch import Watch, _installed
+from torchlint.runtime.reductions import installed
+from torchlint.runtime.watch import Watch
 
 TRAINER_MODULES = {
     "transformers.trainer": "transformers",
@@ -152,7 +153,7 @@ def _accelerate_prepare(original):
     def prepare(self, *args, **kwargs):
         result = original(self, *args, **kwargs)
         watcher = Watch.process  # the user's own prepare(), not the Hugging Face Trainer's (its callback checks)
-        if watcher is not None and not _installed(sys._getframe(1).f_code.co_filename):
+        if watcher is not None and not installed(sys._getframe(1).f_code.co_filename):
             import torch
 
             from torchlint.integrations.accelerate import FIX

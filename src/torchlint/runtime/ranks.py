@@ -1,14 +1,21 @@
 """Several ranks (torchrun, DistributedDataParallel): one exchange per step, cross-rank checks.
 
-Once the program has a default process group of two or more ranks, each step's check ends with
-one all-reduce of a small table over a gloo group of torchlint's own: so it never pairs with one
-of the program's collectives (a DDP bucket that one rank never launched, say), and on GPUs it
-reads nothing from the device (the step's values were read by the step's one sync already). Each
-rank fills its row: whether an event fired there (and how early in causal order), its loss,
-gradient norm and parameter norm. Every rank reads the same table, so all of them take the same
-decision at the same step: stop together when any rank found something, with the events of the
-rank that saw the cause (gathered once, on that step only) so that rank 0 reports them; parameters
-that differ between the ranks of a DDP model (TL911); a loss that is non-finite on some ranks only.
+Once the program has a default process group of two or more ranks, each step's check starts one
+all-reduce of a small table over a gloo group of torchlint's own: so it never pairs with one of
+the program's collectives (a DDP bucket that one rank never launched, say), and on GPUs it reads
+nothing from the device (the step's values were read by the step's one sync already). Each rank
+fills its row: whether an event fired there (and how early in causal order), its loss, gradient
+norm and parameter norm. A rank that found something first leaves its events in the process
+group's key-value store, so nothing else is collective.
+
+The all-reduce is finished where every rank runs the same code: at the next outermost forward
+(before DDP's forward runs a collective), the next check, or the end of the watch. Its latency
+overlaps the optimizer's update, and no rank stops while the others may still be in one of the
+program's own collectives after the step (a logged loss all-reduced across ranks): they all stop
+together before the next forward. Every rank reads the same table, so all take the same decision:
+stop when any rank found something, with the events of the rank that saw the cause, which rank 0
+reports; parameters that differ between the ranks of a DDP model (TL911); a loss that is
+non-finite on some ranks only.
 """
 
 from __future__ import annotations
@@ -16,10 +23,16 @@ from __future__ import annotations
 import inspect
 import math
 import os
+import pickle
 
 import torch
 
-from torchlint.runtime.catalog import NON_FINITE_FORWARD, NON_FINITE_PARAMETER, RANKS_DIVERGED, UNUSED_PARAMETERS
+from torchlint.runtime.catalog import (
+    NON_FINITE_FORWARD,
+    NON_FINITE_PARAMETER,
+    RANKS_DIVERGED,
+    UNUSED_PARAMETERS,
+)
 from torchlint.runtime.records import Event
 
 DRIFT = 1e-5  # relative spread of the parameter norms across ranks that is not rounding
@@ -51,25 +64,38 @@ def unwrapped(module):
 class Ranks:
     """torchlint's own gloo group over the program's ranks."""
 
+    made = 0  # watches of this process that found ranks: the same count on every rank
+
     def __init__(self, rank: int, size: int) -> None:
         import torch.distributed as dist
 
         self.rank, self.size = rank, size
         self._dist = dist
         self._group = dist.new_group(backend="gloo")  # every rank makes it at its first step: same order
+        self._store = dist.distributed_c10d._get_default_store()
+        Ranks.made += 1
+        self._prefix = f"torchlint/{Ranks.made}/"
 
-    def exchange(self, row: list[float]) -> list[list[float]]:
-        """Every rank's row (this one's included); one all-reduce."""
+    def start(self, row: list[float]):
+        """Start the all-reduce of every rank's row (the other rows are 0 here: the sum is each row)."""
         table = torch.zeros(self.size, len(row), dtype=torch.float64)
         table[self.rank] = torch.tensor(row, dtype=torch.float64)
-        self._dist.all_reduce(table, group=self._group)  # the other rows are 0 here: the sum is each row
+        return self._dist.all_reduce(table, group=self._group, async_op=True), table
+
+    @staticmethod
+    def finish(started) -> list[list[float]]:
+        work, table = started
+        work.wait()
         return table.tolist()
 
-    def gather(self, value) -> list:
-        """Every rank's `value` (picklable), on the step that stops the run only."""
-        out = [None] * self.size
-        self._dist.all_gather_object(out, value, group=self._group)
-        return out
+    def publish(self, step: int, events: list[Event]) -> None:
+        """Leave this rank's events of a step where the others can read them (before the exchange)."""
+        self._store.set(f"{self._prefix}{step}/{self.rank}", pickle.dumps(events))
+
+    def events_of(self, step: int, table: list[list[float]]) -> list[list[Event]]:
+        """Each rank's published events of a step (those the table says exist)."""
+        return [pickle.loads(self._store.get(f"{self._prefix}{step}/{rank}")) if row[ORDER] else []
+                for rank, row in enumerate(table)]
 
 
 def order(events: list[Event]) -> float:
@@ -163,14 +189,19 @@ def _forward_line(cls) -> tuple[str | None, int | None]:
 
 
 class RankState:
-    """What a watch knows of the ranks: the group once found, and per step the DDP wrappers called
-    and the modules that ran (to name the ones behind unused parameters)."""
+    """What a watch knows of the ranks: the group once found, the exchange in flight, and per step
+    the DDP wrappers called and the modules that ran (to name the ones behind unused parameters)."""
 
     def __init__(self) -> None:
         self.ranks: Ranks | None = None
         self.ddp_seen = False
         self.wrappers: list = []
         self.ran: set[int] = set()
+        self._pending: tuple | None = None  # (started exchange, its step)
+
+    @property
+    def pending(self) -> bool:
+        return self._pending is not None
 
     def outermost(self, module) -> None:
         if is_ddp(module):
@@ -178,26 +209,36 @@ class RankState:
             self.ddp_seen = True
 
     def after_judge(self, watch, before: int, stats) -> None:
-        """Once the step's own judgement is made (events from `before` on are this step's): the
-        exchange, and what the table says."""
+        """Once the step's own judgement is made (events from `before` on are this step's): start
+        the exchange; `settle` finishes it."""
         if self.ranks is None:
             found = world()
             if found is None:
                 return
             self.ranks = Ranks(*found)
-        ranks = self.ranks
         if len(watch.events) == before and not (watch.events and watch.stop_at_first):
             event = unused_parameters(self.wrappers, self.ran, stats.step)
             if event is not None:
                 watch._record(event)
         new = watch.events[before:]
-        table = ranks.exchange([order(new), stats.loss, stats.grad_norm,
-                                      math.nan if stats.param_norm is None else stats.param_norm])
+        if new:
+            self.ranks.publish(stats.step, new)
+        row = [order(new), stats.loss, stats.grad_norm, math.nan if stats.param_norm is None else stats.param_norm]
+        self._pending = (self.ranks.start(row), stats.step)
+
+    def settle(self, watch) -> None:
+        """Finish the exchange in flight: every rank ends with the reported rank's events, or a TL911."""
+        if self._pending is None:
+            return
+        started, step = self._pending
+        self._pending = None
+        table = self.ranks.finish(started)
         source = reporting_rank(table)
         if source is not None:
-            watch.events[before:] = annotate(ranks.gather(new), table, source)
+            reported = annotate(self.ranks.events_of(step, table), table, source)
+            watch.events[:] = [e for e in watch.events if e.step != step] + reported
         elif self.ddp_seen and not watch.events:
-            event = drift_event(stats.step, table)  # the same table on every rank: the same verdict
+            event = drift_event(step, table)  # the same table on every rank: the same verdict
             if event is not None:
                 watch._record(event)
 

@@ -2,7 +2,7 @@
 
 Cheap path, every step, in a number of kernels that does not grow with the number of modules:
 the outputs of the modules a forward pass calls are checked together when its outermost call
-returns, by one fused foreach norm (`_finiteness`); gradients get one foreach norm, and so do the
+returns, together (`reductions.finiteness`: one fused kernel on a GPU); gradients get one foreach norm, and so do the
 parameters on the first PARAM_FIRST steps and every PARAM_EVERY-th step after (a step whose loss,
 outputs or gradients are not finite measures them too, so an update that left NaN parameters is
 still told apart from a bad forward); the loss is the tensor `backward()` was last called on.
@@ -50,13 +50,19 @@ from torchlint.runtime.causes import clipping_seen
 from torchlint.runtime.loss_window import LossWindow
 from torchlint.runtime.ranks import RankState, unwrapped
 from torchlint.runtime.records import Call, Event, StepStats, StopRun, Track
+from torchlint.runtime.reductions import (
+    finiteness,
+    installed,
+    memory_event,
+    memory_in_use,
+    norms,
+    total_norm,
+)
 from torchlint.runtime.slow_path import SlowPath
 from torchlint.runtime.snapshot import Snapshot
 
 __all__ = ["Event", "StepStats", "StopRun", "Watch", "watch"]
 
-MEMORY_WINDOW = 20  # steps
-MEMORY_MIN_GROWTH = 8 * 2**20  # bytes over the window
 GRAD_BUDGET = 512 * 2**20  # bytes of outermost-output gradients kept per step for replays
 FLUSH_BYTES = 64 * 2**20  # module outputs held for one fused check before it runs early
 PARAM_FIRST, PARAM_EVERY = 5, 10  # parameter norms on steps 1..5, then every 10th (and on any bad step)
@@ -152,6 +158,11 @@ class Watch(SlowPath):
             self._loss_window.clear()
         self._exits.close()
         if not self._disabled and (exc_type is None or issubclass(exc_type, (StopRun, SystemExit))):
+            try:
+                self.ranks.settle(self)  # the last step's exchange, when no forward followed it
+            except Exception as error:  # a rank that died: its report is its own traceback
+                self._internal_error(error)
+                return
             self._after_last_step()
 
     def _saw_clipping(self) -> None:
@@ -189,6 +200,7 @@ class Watch(SlowPath):
             return
         try:
             if not self._stack:  # an outermost call begins: keep the RNG state its replay must start from
+                self._settle_ranks()
                 if self._loss_window is not None:
                     self._loss_window.close()
                 # evaluation under no_grad/inference_mode is not training: nothing of it is kept (a
@@ -197,6 +209,8 @@ class Watch(SlowPath):
                 self._rng = None if self._ignoring else replay.rng_state()
             self._stack.append(module)
             self.ranks.ran.add(id(module))
+        except StopRun:
+            raise
         except Exception as error:
             self._internal_error(error)
 
@@ -251,7 +265,7 @@ class Watch(SlowPath):
         """One fused check of the outputs held: their max-abs values, in the order the modules returned."""
         if self._pending:
             with torch.no_grad():
-                norms = _finiteness(self._pending)
+                norms = finiteness(self._pending)
             device = norms[0].device
             self._sums.append((call_index, self._pending_keys, torch.stack([n.to(device) for n in norms])))
         self._drop_pending()
@@ -277,7 +291,7 @@ class Watch(SlowPath):
                 file = inspect.getsourcefile(cls)
             except TypeError:
                 continue
-            if file and not file.startswith((replay.TORCH_ROOT, replay.HERE)) and not _installed(file):
+            if file and not file.startswith((replay.TORCH_ROOT, replay.HERE)) and not installed(file):
                 files.add(os.path.abspath(file))
         return [*self.files, *sorted(files - set(self.files))]
 
@@ -340,7 +354,15 @@ class Watch(SlowPath):
         self._disabled = True
         self.__exit__(RuntimeError, None, None)
 
+    def _settle_ranks(self) -> None:
+        """Finish the last step's exchange (see `ranks`): a rank that found something stops them all here."""
+        if self.ranks.pending:
+            self.ranks.settle(self)
+            if self.events and self.stop_at_first and self.model is None:
+                raise StopRun()
+
     def _check_step(self, optimizer) -> None:
+        self._settle_ranks()
         self.step += 1
         track = self._tracks.setdefault(optimizer, Track())
         lrs, clipped = [group.get("lr") for group in optimizer.param_groups], self._clipped
@@ -350,9 +372,9 @@ class Watch(SlowPath):
         grads = [(p.grad.coalesce().values() if p.grad.is_sparse else p.grad) for p in params if p.grad is not None]
         device = grads[0].device if grads else (params[0].device if params else torch.device("cpu"))
         sums = torch.cat([s.to(device) for _, _, s in self._sums]) if self._sums else torch.zeros(1, device=device)
-        grad_norm = _total_norm(grads, device)
+        grad_norm = total_norm(grads, device)
         measured = self.snapshot or self.step <= PARAM_FIRST or self.step % PARAM_EVERY == 0
-        param_norms = _norms([p.detach() for p in params], device) if measured else None
+        param_norms = norms([p.detach() for p in params], device) if measured else None
         # torch.full, not torch.tensor: a fill kernel, no host-to-device copy (which would sync on CUDA)
         unknown = torch.full((), math.nan, device=device)
         loss = self._loss.float().to(device).reshape(()) if self._loss is not None else unknown
@@ -362,9 +384,9 @@ class Watch(SlowPath):
         bad = forward_nan or forward_inf or not math.isfinite(grad_norm) or (
             self._loss is not None and not math.isfinite(loss))
         if param_norms is None and bad:  # was it the last update? (a second sync, on a failing step only)
-            param_norms = _norms([p.detach() for p in params], device)
+            param_norms = norms([p.detach() for p in params], device)
             param_total = torch.linalg.vector_norm(param_norms).item()
-        memory = self._memory(device)
+        memory = memory_in_use(device)
         now = time.perf_counter()
         stats = StepStats(self.step, loss, grad_norm, param_total if param_norms is not None else None, memory,
                           now - self._clock)
@@ -381,8 +403,8 @@ class Watch(SlowPath):
                 self._snapshots.setdefault(optimizer, Snapshot()).save(optimizer, self.step)
             if self.on_step is not None:
                 self.on_step(stats)
-            if self.events and self.stop_at_first and self.model is None:
-                raise StopRun()
+            if self.events and self.stop_at_first and self.model is None and not self.ranks.pending:
+                raise StopRun()  # with several ranks, all stop together once the exchange is finished
             if self.max_steps is not None and self.step >= self.max_steps:
                 raise StopRun()
         finally:
@@ -430,7 +452,10 @@ class Watch(SlowPath):
             track.low_steps = track.low_steps + 1 if has_grads and stats.grad_norm <= floor and not learned else 0
             if track.low_steps == self.warmup:
                 self._vanishing_event(optimizer, stats.grad_norm, floor)
-            self._check_memory(stats.memory, params[0].device if params else torch.device("cpu"))
+            if not any(e.code == MEMORY_GROWTH.code for e in self.events):
+                event = memory_event(self.history, self.step, params[0].device if params else torch.device("cpu"))
+                if event is not None:
+                    self._record(event)
             alive, kinds = self._graphs.kept_alive(self.step)
             if alive and not any(e.code == GRAPH_KEPT_ALIVE.code for e in self.events):
                 self._record(kept_alive_event(self.step, alive, kinds))
@@ -446,7 +471,7 @@ class Watch(SlowPath):
             params = [p for group in optimizer.param_groups for p in group["params"]]
             if not params:
                 continue
-            param_norms = _norms([p.detach() for p in params], params[0].device)
+            param_norms = norms([p.detach() for p in params], params[0].device)
             self._update_went_wrong(optimizer, track, params, param_norms,
                                     torch.linalg.vector_norm(param_norms).item())
 
@@ -470,76 +495,6 @@ class Watch(SlowPath):
         confirm(event)
         explain(event, self.sources())
         self.events.append(event)
-
-    # -- memory ---------------------------------------------------------------------------------
-    @staticmethod
-    def _memory(device: torch.device) -> int:
-        """Allocated CUDA memory (a host-side counter: no sync) or the process RSS."""
-        if device.type == "cuda":
-            return torch.cuda.memory_allocated(device)
-        try:
-            with open("/proc/self/statm") as statm:
-                return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-        except (OSError, ValueError, IndexError):
-            return 0
-
-    def _check_memory(self, used: int, device: torch.device) -> None:
-        if not used or len(self.history) <= MEMORY_WINDOW or any(e.code == MEMORY_GROWTH.code for e in self.events):
-            return
-        window = [s.memory for s in self.history[-MEMORY_WINDOW - 1:]]
-        rises = sum(b > a for a, b in zip(window, window[1:], strict=False))
-        growth = window[-1] - window[0]
-        if rises >= 0.8 * MEMORY_WINDOW and growth > max(MEMORY_MIN_GROWTH, 0.05 * window[0]):
-            per_step = growth / MEMORY_WINDOW / 2**20
-            where = "allocated CUDA memory" if device.type == "cuda" else "resident memory"
-            self._record(Event(MEMORY_GROWTH.code, MEMORY_GROWTH.name, self.step,
-                               f"step {self.step}: {where} grew in {rises} of the last {MEMORY_WINDOW} steps, "
-                               f"{per_step:.1f} MiB per step ({window[0] / 2**20:.0f} -> {window[-1] / 2**20:.0f} MiB): "
-                               "something keeps each iteration alive, such as a loss accumulated without .item() (TL402)"))
-
-
-def _installed(path: str) -> bool:
-    """A file of an installed package or of the standard library, not of the user's project."""
-    import sysconfig
-
-    parts = os.path.abspath(path).split(os.sep)
-    if "site-packages" in parts or "dist-packages" in parts:
-        return True
-    stdlib = sysconfig.get_paths().get("stdlib")
-    return bool(stdlib) and os.path.abspath(path).startswith(stdlib + os.sep)
-
-
-def _finiteness(tensors: list[torch.Tensor]) -> list[torch.Tensor]:
-    """One value per tensor, finite exactly when the tensor is. On a GPU its max-abs value: one fused
-    kernel, NaN stays NaN, Inf stays Inf, and finite values never overflow. On CPU, where that kernel
-    is 16x slower than a sum, the 2-norm accumulated in float32 (float64 kept), which overflows only
-    for values past 1.8e19."""
-    if tensors[0].device.type != "cpu":
-        return list(torch._foreach_norm(tensors, float("inf")))
-    wide = [i for i, t in enumerate(tensors) if t.dtype == torch.float64]
-    if not wide:
-        return list(torch._foreach_norm(tensors, 2, dtype=torch.float32))
-    narrow = [i for i, t in enumerate(tensors) if t.dtype != torch.float64]
-    out: list = [None] * len(tensors)
-    for index, value in zip(wide, torch._foreach_norm([tensors[i] for i in wide], 2), strict=True):
-        out[index] = value
-    if narrow:
-        for index, value in zip(narrow, torch._foreach_norm([tensors[i] for i in narrow], 2, dtype=torch.float32),
-                                strict=True):
-            out[index] = value
-    return out
-
-
-def _norms(tensors: list[torch.Tensor], device: torch.device) -> torch.Tensor:
-    """Per-tensor L2 norms in float32, stacked (no sync)."""
-    if not tensors:
-        return torch.zeros(1, device=device)
-    # accumulated in float32: a float16 norm overflows at 65504 although every element is finite
-    return torch.stack([n.to(device) for n in torch._foreach_norm(tensors, 2, dtype=torch.float32)])
-
-
-def _total_norm(tensors: list[torch.Tensor], device: torch.device) -> torch.Tensor:
-    return torch.linalg.vector_norm(_norms(tensors, device))
 
 
 def watch(model: torch.nn.Module, optimizer: torch.optim.Optimizer, **options) -> Watch:
