@@ -141,3 +141,43 @@ def test_the_scripts_own_traceback_starts_in_the_script(tmp_path, capsys):
                                 f'  File "{script}", line 4, in <module>', "    main()",
                                 f'  File "{script}", line 2, in main', "    raise ValueError('bad config')",
                                 "ValueError: bad config"]
+
+
+COMPILED = """
+import torch
+import torch.nn as nn
+
+torch.manual_seed(0)
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.out = nn.Linear(4, 1)
+
+    def forward(self, x):
+        return self.out(torch.log(x.abs().sum(-1, keepdim=True)) * self.fc(x))
+
+
+model = torch.compile(Net(), backend="eager")  # Dynamo traces the forward, through the hooks
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+for step in range(6):
+    x = torch.randn(8, 4)
+    if step == 4:
+        x[2] = 0
+    optimizer.zero_grad()
+    model(x).pow(2).mean().backward()
+    optimizer.step()
+"""
+
+
+def test_a_compiled_model_runs_and_its_nan_is_named_by_an_eager_replay(tmp_path, capsys):
+    script = tmp_path / "train.py"
+    script.write_text(COMPILED)
+    code, out, err = _main(capsys, str(script))
+    assert code == 1, err
+    assert "Traceback" not in err and "global hooks" not in err  # torch's warning about our hooks is ours
+    [event] = [line for line in out.splitlines() if "TL901" in line]
+    assert event.startswith(f"{script}:15: TL901 non-finite-forward: step 5: first non-finite output in `Net`, op "
+                            "torch.log at train.py:15")

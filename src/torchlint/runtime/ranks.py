@@ -57,8 +57,15 @@ def is_ddp(module) -> bool:
 
 
 def unwrapped(module):
-    """The model inside a DDP wrapper (replays must not run DDP's collectives on one rank alone)."""
-    return module.module if is_ddp(module) else module
+    """The model inside a DDP wrapper (replays must not run DDP's collectives on one rank alone) and
+    inside a `torch.compile` wrapper (replays run it eagerly, op by op), however they nest."""
+    while True:
+        if is_ddp(module):
+            module = module.module
+        elif type(module).__name__ == "OptimizedModule" and hasattr(module, "_orig_mod"):
+            module = module._orig_mod
+        else:
+            return module
 
 
 class Ranks:

@@ -22,7 +22,9 @@ Slow path, for the failing step only (see `slow_path` and `replay`): the forward
 from its inputs to name the op, or forward and backward under anomaly detection, or forward and
 backward with hooks on every module to find the one that amplifies the gradient most, then its op.
 
-The hooks never disturb the program: a forward that raises (even one the program catches) leaves
+A model under `torch.compile` is watched from the outside: the hooks return at once while Dynamo
+traces, so the compiled graph holds none of them (the compiled wrapper's own call is watched, and a
+replay runs the original module eagerly). The hooks never disturb the program: a forward that raises (even one the program catches) leaves
 the bookkeeping right, whichever way torch calls the hook on that path, and an error of
 torchlint's own switches the watch off with one warning instead of stopping the training.
 """
@@ -141,6 +143,8 @@ class Watch(SlowPath):
         self._patch_backward()
         self._loss_window = LossWindow()
         self._exits.enter_context(clipping_seen(self._saw_clipping))
+        if self.model is None:
+            self._exits.enter_context(_quiet_about_global_hooks())
         self._clock = time.perf_counter()
         return self
 
@@ -196,7 +200,7 @@ class Watch(SlowPath):
             self._internal_error(error)
 
     def _on_pre_forward(self, module, args) -> None:
-        if self._replaying or self._disabled:
+        if torch.compiler.is_compiling() or self._replaying or self._disabled:  # see the module's doc
             return
         try:
             if not self._stack:  # an outermost call begins: keep the RNG state its replay must start from
@@ -217,7 +221,7 @@ class Watch(SlowPath):
     def _on_forward(self, module, args, *rest) -> None:
         """(module, args, kwargs, output) normally; (module, args, result) when torch calls a global
         `always_call` hook after the forward raised. Either way the call is over: leave it."""
-        if self._replaying or self._disabled:
+        if torch.compiler.is_compiling() or self._replaying or self._disabled:
             return
         try:
             kwargs, output = rest if len(rest) == 2 else ({}, None)
@@ -495,6 +499,22 @@ class Watch(SlowPath):
         confirm(event)
         explain(event, self.sources())
         self.events.append(event)
+
+
+@contextlib.contextmanager
+def _quiet_about_global_hooks():
+    """torch warns that `torch.compile(module)` runs global hooks once more for its wrapper: those are
+    torchlint's, and the warning is not the program's business. Only that filter is added and removed."""
+    import warnings
+
+    warnings.filterwarnings("ignore", message=r"Using `torch\.compile\(module\)` when there are global hooks")
+    entry = warnings.filters[0]
+    try:
+        yield
+    finally:
+        if entry in warnings.filters:
+            warnings.filters.remove(entry)
+            warnings._filters_mutated()
 
 
 def watch(model: torch.nn.Module, optimizer: torch.optim.Optimizer, **options) -> Watch:
