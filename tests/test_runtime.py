@@ -755,3 +755,44 @@ def test_the_cheap_check_dispatches_the_same_ops_whatever_the_number_of_modules(
     small = _ops_per_step(4, True) - _ops_per_step(4, False)
     large = _ops_per_step(32, True) - _ops_per_step(32, False)
     assert 0 < small == large <= 20  # 20 ops on torch 2.13: 2 foreach norms, stacks, the read; ~10 kernels
+
+
+class _Cnn(torch.nn.Module):
+    def __init__(self, scale: float = 1.0):
+        super().__init__()
+        self.scale = scale
+        self.conv1 = torch.nn.Conv2d(3, 4, 3)
+        self.head = torch.nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.head(self.conv1(x * self.scale).mean(dim=(2, 3)))
+
+
+def _train_on(images: torch.Tensor, scale: float = 1.0):
+    torch.manual_seed(0)
+    model = _Cnn(scale)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.001)
+    with torchlint.watch(model, optimizer) as watcher:
+        for _ in range(2):
+            optimizer.zero_grad()
+            model(images).pow(2).mean().backward()
+            optimizer.step()
+    return watcher.events
+
+
+def test_raw_pixel_values_fed_to_the_first_convolution_are_found_once():
+    pixels = torch.randint(0, 256, (2, 3, 8, 8), generator=torch.Generator().manual_seed(0)).float()
+    [event] = _train_on(pixels)
+    assert (event.code, event.step, event.module) == ("TL912", 1, "conv1")
+    assert event.message.startswith("step 1: the input of `conv1` (Conv2d) holds whole numbers from 0 to 25")
+
+
+@pytest.mark.parametrize("case", ["divided in the model", "normalised data", "binary images", "depth in mm"])
+def test_normalised_binary_and_wide_range_inputs_are_not_raw_pixels(case):
+    generator = torch.Generator().manual_seed(0)
+    pixels = torch.randint(0, 256, (2, 3, 8, 8), generator=generator).float()
+    images, scale = {"divided in the model": (pixels, 1 / 255), "normalised data": ((pixels / 255 - 0.5) / 0.25, 1.0),
+                     "binary images": (torch.randint(0, 2, (2, 3, 8, 8), generator=generator).float(), 1.0),
+                     "depth in mm": (torch.randint(300, 5000, (2, 3, 8, 8), generator=generator).float(), 1e-3),
+                     }[case]
+    assert _train_on(images, scale) == []

@@ -58,6 +58,11 @@ RANKS_DIVERGED = RuleInfo(
     "ranks only, and the ranks now train different models (runtime).", tags=("runtime", "distributed"),
     precision="very-high",
 )
+RAW_PIXELS = RuleInfo(
+    "TL912", "unnormalised-image-input", "warning",
+    "The first convolution over images receives whole numbers from 0 to 255: raw pixel values, not "
+    "normalised (runtime).", tags=("runtime", "data"), precision="high",
+)
 RUNTIME_RULES = (NON_FINITE_FORWARD, NON_FINITE_GRADIENT, EXPLODING_GRADIENT, MEMORY_GROWTH, NONDETERMINISTIC,
                  NON_FINITE_PARAMETER, VANISHING_GRADIENT, GRAPH_KEPT_ALIVE, GRADIENTS_NOT_CLEARED,
-                 UNUSED_PARAMETERS, RANKS_DIVERGED)
+                 UNUSED_PARAMETERS, RANKS_DIVERGED, RAW_PIXELS)

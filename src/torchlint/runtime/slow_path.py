@@ -43,6 +43,23 @@ def _at(file: str | None, line: int | None) -> str:
 class SlowPath:
     """Mixed into `Watch`: the events, built from what the cheap path kept."""
 
+    def _name_of(self, module: torch.nn.Module) -> str:
+        """Its path in the watched model, or in the outermost module seen this step that contains it."""
+        roots = [self.model] if self.model is not None else [c.module for c in self._calls]
+        for root in roots:
+            for name, sub in root.named_modules():
+                if sub is module:
+                    return name or ("<model>" if self.model is not None else type(root).__name__)
+        return type(module).__name__
+
+    def _param_name(self, param: torch.Tensor, index: int) -> str:
+        roots = [self.model] if self.model is not None else [c.module for c in self._calls]
+        for root in roots:
+            for name, candidate in root.named_parameters():
+                if candidate is param:
+                    return name
+        return f"parameter {index}"
+
     def _replay(self, function, *args):
         self._replaying = True
         try:

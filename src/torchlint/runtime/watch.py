@@ -49,6 +49,8 @@ from torchlint.runtime.bookkeeping import (
 )
 from torchlint.runtime.catalog import GRAPH_KEPT_ALIVE, MEMORY_GROWTH
 from torchlint.runtime.causes import clipping_seen
+from torchlint.runtime.compiled import quiet_about_global_hooks
+from torchlint.runtime.input_range import is_image_conv, raw_pixels_event
 from torchlint.runtime.loss_window import LossWindow
 from torchlint.runtime.ranks import RankState, unwrapped
 from torchlint.runtime.records import Call, Event, StepStats, StopRun, Track
@@ -119,6 +121,7 @@ class Watch(SlowPath):
         self._clock = time.perf_counter()
         self._graphs = GraphTracker()
         self._clearing = GradClearing()
+        self._pixels_unchecked = True  # TL912, once per run
         self.ranks = RankState()  # torchrun/DDP: the other ranks, once the program has a process group
 
     # -- installation ------------------------------------------------------------------
@@ -144,7 +147,7 @@ class Watch(SlowPath):
         self._loss_window = LossWindow()
         self._exits.enter_context(clipping_seen(self._saw_clipping))
         if self.model is None:
-            self._exits.enter_context(_quiet_about_global_hooks())
+            self._exits.enter_context(quiet_about_global_hooks())
         self._clock = time.perf_counter()
         return self
 
@@ -213,6 +216,11 @@ class Watch(SlowPath):
                 self._rng = None if self._ignoring else replay.rng_state()
             self._stack.append(module)
             self.ranks.ran.add(id(module))
+            if self._pixels_unchecked and not self._ignoring and is_image_conv(module):
+                self._pixels_unchecked = False  # the first convolution over images of the first training pass
+                event = raw_pixels_event(module, args, unwrapped(self._stack[0]), self.step + 1)
+                if event is not None:
+                    self._record(event)
         except StopRun:
             raise
         except Exception as error:
@@ -298,23 +306,6 @@ class Watch(SlowPath):
             if file and not file.startswith((replay.TORCH_ROOT, replay.HERE)) and not installed(file):
                 files.add(os.path.abspath(file))
         return [*self.files, *sorted(files - set(self.files))]
-
-    def _name_of(self, module: torch.nn.Module) -> str:
-        """Its path in the watched model, or in the outermost module seen this step that contains it."""
-        roots = [self.model] if self.model is not None else [c.module for c in self._calls]
-        for root in roots:
-            for name, sub in root.named_modules():
-                if sub is module:
-                    return name or ("<model>" if self.model is not None else type(root).__name__)
-        return type(module).__name__
-
-    def _param_name(self, param: torch.Tensor, index: int) -> str:
-        roots = [self.model] if self.model is not None else [c.module for c in self._calls]
-        for root in roots:
-            for name, candidate in root.named_parameters():
-                if candidate is param:
-                    return name
-        return f"parameter {index}"
 
     # -- the cheap check, once per step ------------------------------------------------------
     def _before_step(self, optimizer, args, kwargs):
@@ -499,22 +490,6 @@ class Watch(SlowPath):
         confirm(event)
         explain(event, self.sources())
         self.events.append(event)
-
-
-@contextlib.contextmanager
-def _quiet_about_global_hooks():
-    """torch warns that `torch.compile(module)` runs global hooks once more for its wrapper: those are
-    torchlint's, and the warning is not the program's business. Only that filter is added and removed."""
-    import warnings
-
-    warnings.filterwarnings("ignore", message=r"Using `torch\.compile\(module\)` when there are global hooks")
-    entry = warnings.filters[0]
-    try:
-        yield
-    finally:
-        if entry in warnings.filters:
-            warnings.filters.remove(entry)
-            warnings._filters_mutated()
 
 
 def watch(model: torch.nn.Module, optimizer: torch.optim.Optimizer, **options) -> Watch:
