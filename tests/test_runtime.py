@@ -796,3 +796,43 @@ def test_normalised_binary_and_wide_range_inputs_are_not_raw_pixels(case):
                      "depth in mm": (torch.randint(300, 5000, (2, 3, 8, 8), generator=generator).float(), 1e-3),
                      }[case]
     assert _train_on(images, scale) == []
+
+
+def _relu_net(dead_units: int, conv: bool = False) -> torch.nn.Module:
+    torch.manual_seed(0)
+    if conv:
+        model = torch.nn.Sequential(torch.nn.Conv2d(3, 16, 3, padding=1), torch.nn.ReLU(), torch.nn.Flatten(),
+                                    torch.nn.Linear(16 * 4 * 4, 1))
+    else:
+        model = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1))
+    with torch.no_grad():
+        model[0].bias[:dead_units] = -100.0  # these units never fire: dead from the start
+    return model
+
+
+def _train_relu(model, inputs, steps=12):
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    with torchlint.watch(model, optimizer) as watcher:
+        for _ in range(steps):
+            optimizer.zero_grad()
+            model(inputs).pow(2).mean().backward()
+            optimizer.step()
+    return watcher.events
+
+
+def test_a_mostly_dead_relu_layer_is_found_after_three_checks():
+    [event] = _train_relu(_relu_net(12), torch.randn(32, 8))
+    assert (event.code, event.step, event.module) == ("TL913", 3, "1")
+    assert event.message.startswith("step 3: 75% of the units of `1` (ReLU) were 0 for every input of the batch at "
+                                    "steps 1, 2, 3: dead ReLUs")
+
+
+def test_dead_channels_of_a_convolution_are_units_too():
+    [event] = _train_relu(_relu_net(10, conv=True), torch.randn(4, 3, 4, 4))
+    assert (event.code, event.step) == ("TL913", 3) and "62% of the units of `1`" in event.message
+
+
+@pytest.mark.parametrize(("dead", "batch"), [(4, 32), (0, 32), (12, 4)])
+def test_a_few_dead_units_a_healthy_layer_and_a_batch_too_small_to_tell_are_not_reported(dead, batch):
+    # 25% dead is under the 50% bar; with 4 rows a healthy unit can be 0 for all of them by chance
+    assert _train_relu(_relu_net(dead), torch.randn(batch, 8)) == []

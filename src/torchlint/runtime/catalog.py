@@ -63,6 +63,11 @@ RAW_PIXELS = RuleInfo(
     "The first convolution over images receives whole numbers from 0 to 255: raw pixel values, not "
     "normalised (runtime).", tags=("runtime", "data"), precision="high",
 )
+DEAD_UNITS = RuleInfo(
+    "TL913", "dead-relu-units", "warning",
+    "Most units of a ReLU layer output 0 for every input of the batch, check after check: they are dead, "
+    "get no gradient and do not recover (runtime).", tags=("runtime", "training"), precision="high",
+)
 RUNTIME_RULES = (NON_FINITE_FORWARD, NON_FINITE_GRADIENT, EXPLODING_GRADIENT, MEMORY_GROWTH, NONDETERMINISTIC,
                  NON_FINITE_PARAMETER, VANISHING_GRADIENT, GRAPH_KEPT_ALIVE, GRADIENTS_NOT_CLEARED,
-                 UNUSED_PARAMETERS, RANKS_DIVERGED, RAW_PIXELS)
+                 UNUSED_PARAMETERS, RANKS_DIVERGED, RAW_PIXELS, DEAD_UNITS)

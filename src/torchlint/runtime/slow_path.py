@@ -23,6 +23,7 @@ from torchlint.runtime.catalog import (
 from torchlint.runtime.causes import update_causes
 from torchlint.runtime.optim_state import explain_non_finite, explain_vanishing
 from torchlint.runtime.records import Event, Track
+from torchlint.runtime.reductions import installed
 from torchlint.runtime.snapshot import Snapshot
 
 NOT_REPRODUCED = "the replay of this step from its kept inputs and RNG state did not reproduce it: stateful code?"
@@ -42,6 +43,31 @@ def _at(file: str | None, line: int | None) -> str:
 
 class SlowPath:
     """Mixed into `Watch`: the events, built from what the cheap path kept."""
+
+    def sources(self) -> list[str]:
+        """The user's files involved: those given, then those that define the watched modules' classes,
+        leaving out installed libraries (a Hugging Face model's classes are not the user's code)."""
+        import inspect
+
+        types = {type(m) for m in self.model.modules()} if self.model is not None else set().union(*self._roots.values())
+        files = set()
+        for cls in types:
+            try:
+                file = inspect.getsourcefile(cls)
+            except TypeError:
+                continue
+            if file and not file.startswith((replay.TORCH_ROOT, replay.HERE)) and not installed(file):
+                files.add(os.path.abspath(file))
+        return [*self.files, *sorted(files - set(self.files))]
+
+    def _record(self, event: Event) -> None:
+        if self.stop_at_first and self.events:
+            return
+        from torchlint.runtime.confirm import confirm, explain
+
+        confirm(event)
+        explain(event, self.sources())
+        self.events.append(event)
 
     def _name_of(self, module: torch.nn.Module) -> str:
         """Its path in the watched model, or in the outermost module seen this step that contains it."""

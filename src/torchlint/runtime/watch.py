@@ -50,13 +50,13 @@ from torchlint.runtime.bookkeeping import (
 from torchlint.runtime.catalog import GRAPH_KEPT_ALIVE, MEMORY_GROWTH
 from torchlint.runtime.causes import clipping_seen
 from torchlint.runtime.compiled import quiet_about_global_hooks
+from torchlint.runtime.dead_units import DeadUnits
 from torchlint.runtime.input_range import is_image_conv, raw_pixels_event
 from torchlint.runtime.loss_window import LossWindow
 from torchlint.runtime.ranks import RankState, unwrapped
 from torchlint.runtime.records import Call, Event, StepStats, StopRun, Track
 from torchlint.runtime.reductions import (
     finiteness,
-    installed,
     memory_event,
     memory_in_use,
     norms,
@@ -122,6 +122,7 @@ class Watch(SlowPath):
         self._graphs = GraphTracker()
         self._clearing = GradClearing()
         self._pixels_unchecked = True  # TL912, once per run
+        self._dead = DeadUnits()  # TL913, on the steps that measure the parameters
         self.ranks = RankState()  # torchrun/DDP: the other ranks, once the program has a process group
 
     # -- installation ------------------------------------------------------------------
@@ -264,6 +265,8 @@ class Watch(SlowPath):
                 out.register_hook(lambda grad, c=call: self._keep_grad(c, grad))
                 self._graphs.mark(out, self.step, "output")
         call_index = len(self._calls) - 1 if outermost else len(self._calls)
+        if _measures(self.step + 1, self.snapshot):
+            self._dead.watch(module, output)
         if out is not None and out.is_floating_point() and out.numel():
             self._pending.append(out)  # no detach (an op per module): the check runs under no_grad
             self._pending_keys.append((module, call_index))
@@ -290,22 +293,6 @@ class Watch(SlowPath):
         if self._grad_bytes + size <= GRAD_BUDGET:
             call.grad_out = grad
             self._grad_bytes += size
-
-    def sources(self) -> list[str]:
-        """The user's files involved: those given, then those that define the watched modules' classes,
-        leaving out installed libraries (a Hugging Face model's classes are not the user's code)."""
-        import inspect
-
-        types = {type(m) for m in self.model.modules()} if self.model is not None else set().union(*self._roots.values())
-        files = set()
-        for cls in types:
-            try:
-                file = inspect.getsourcefile(cls)
-            except TypeError:
-                continue
-            if file and not file.startswith((replay.TORCH_ROOT, replay.HERE)) and not installed(file):
-                files.add(os.path.abspath(file))
-        return [*self.files, *sorted(files - set(self.files))]
 
     # -- the cheap check, once per step ------------------------------------------------------
     def _before_step(self, optimizer, args, kwargs):
@@ -368,14 +355,15 @@ class Watch(SlowPath):
         device = grads[0].device if grads else (params[0].device if params else torch.device("cpu"))
         sums = torch.cat([s.to(device) for _, _, s in self._sums]) if self._sums else torch.zeros(1, device=device)
         grad_norm = total_norm(grads, device)
-        measured = self.snapshot or self.step <= PARAM_FIRST or self.step % PARAM_EVERY == 0
+        measured = _measures(self.step, self.snapshot)
         param_norms = norms([p.detach() for p in params], device) if measured else None
         # torch.full, not torch.tensor: a fill kernel, no host-to-device copy (which would sync on CUDA)
         unknown = torch.full((), math.nan, device=device)
         loss = self._loss.float().to(device).reshape(()) if self._loss is not None else unknown
-        forward_nan, forward_inf, grad_norm, param_total, loss = torch.stack(  # the one sync of the step
+        forward_nan, forward_inf, grad_norm, param_total, loss, *dead = torch.stack(  # the one sync of the step
             [torch.isnan(sums).any().float(), torch.isinf(sums).any().float(), grad_norm,
-             torch.linalg.vector_norm(param_norms) if measured else unknown, loss]).tolist()
+             torch.linalg.vector_norm(param_norms) if measured else unknown, loss,
+             *(share.to(device) for _, share in self._dead.pending)]).tolist()
         bad = forward_nan or forward_inf or not math.isfinite(grad_norm) or (
             self._loss is not None and not math.isfinite(loss))
         if param_norms is None and bad:  # was it the last update? (a second sync, on a failing step only)
@@ -393,6 +381,10 @@ class Watch(SlowPath):
             before = len(self.events)
             self._judge(optimizer, track, params, param_norms, stats, bool(forward_nan), bool(forward_inf),
                         bool(grads), self._loss is not None)
+            if dead and not self.events:
+                event = self._dead.judge(self.step, dead, self._name_of)
+                if event is not None:
+                    self._record(event)
             self.ranks.after_judge(self, before, stats)
             if self.snapshot and not self.events:
                 self._snapshots.setdefault(optimizer, Snapshot()).save(optimizer, self.step)
@@ -416,6 +408,7 @@ class Watch(SlowPath):
             self._stack.clear()
             self._clipped = False
             self.ranks.end_step()
+            self._dead.pending.clear()
             if self._loss_window is not None:
                 self._loss_window.clear()
 
@@ -482,14 +475,10 @@ class Watch(SlowPath):
             return False
         return True
 
-    def _record(self, event: Event) -> None:
-        if self.stop_at_first and self.events:
-            return
-        from torchlint.runtime.confirm import confirm, explain
 
-        confirm(event)
-        explain(event, self.sources())
-        self.events.append(event)
+def _measures(step: int, snapshot: bool) -> bool:
+    """Whether a step reads the parameter norms (and the ReLU layers' dead units)."""
+    return snapshot or step <= PARAM_FIRST or step % PARAM_EVERY == 0
 
 
 def watch(model: torch.nn.Module, optimizer: torch.optim.Optimizer, **options) -> Watch:
