@@ -239,3 +239,68 @@ def test_the_reporting_rank_is_the_earliest_cause_then_the_lowest_rank():
                              "(gradients are averaged across ranks: a NaN one rank makes reaches all)")
     assert drift_event(4, [[0, 1, 1, 2.0], [0, 1, 1, 2.0 * (1 + 1e-7)]]) is None  # rounding
     assert drift_event(4, [[0, 1, 1, 2.0], [0, 1, 1, 2.1]]).code == "TL911"
+
+
+ACCELERATE = """import json
+import torch
+import torch.nn as nn
+from accelerate import Accelerator
+
+from torchlint.integrations.accelerate import watch
+
+accelerator = Accelerator(cpu=True)
+torch.manual_seed(0)
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.fc(x) * torch.log(x.abs().sum(-1, keepdim=True))
+
+
+model = Net()
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+model, optimizer = accelerator.prepare(model, optimizer)
+generator = torch.Generator().manual_seed(accelerator.process_index)
+updates = 0
+with watch(accelerator, model, optimizer) as w:
+    for step in range(8):
+        x = torch.randn(8, 4, generator=generator)
+        if accelerator.process_index == 1 and step == 4:
+            x[2] = 0
+        optimizer.zero_grad()
+        loss = model(x).pow(2).mean()
+        accelerator.backward(loss)
+        optimizer.step()
+        accelerator.gather(loss.detach())  # a collective after the step
+        updates += 1
+with open(f"rank{accelerator.process_index}.json", "w") as out:
+    json.dump({"updates": updates, "events": [[e.code, e.step, e.message] for e in w.events]}, out)
+"""
+
+
+def test_the_accelerate_watch_stops_every_rank_at_the_same_step(tmp_path):
+    pytest.importorskip("accelerate")
+    import json
+
+    from torchlint.runtime.spawn import _environment, _free_port
+
+    (tmp_path / "train.py").write_text(ACCELERATE)
+    port = _free_port()
+    children = [subprocess.Popen([sys.executable, "train.py"], cwd=tmp_path, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True,
+                                 env={**_environment(rank, 2, port), "PYTHONPATH": str(ROOT / "src")})
+                for rank in range(2)]
+    outputs = [child.communicate(timeout=180) for child in children]
+    assert all(child.returncode in (0, ABORTED_AT_EXIT) for child in children), outputs
+    ranks = [json.loads((tmp_path / f"rank{rank}.json").read_text()) for rank in range(2)]
+    # found at step 5 on rank 1; told at the next forward, every rank's next optimizer.step() ends the block
+    assert [r["updates"] for r in ranks] == [5, 5]
+    for r in ranks:
+        [[code, step, message]] = r["events"]
+        assert (code, step) == ("TL901", 5) and message.startswith("rank 1 of 2: step 5: first non-finite output")
+    assert outputs[0][1].count("TL901 non-finite-forward at step 5: rank 1 of 2") == 1  # printed once, on rank 0
+    assert "TL902" not in outputs[0][1].split("also found")[0]  # rank 0's own TL902 is not printed as the cause

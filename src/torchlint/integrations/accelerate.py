@@ -53,8 +53,8 @@ class watch:  # noqa: N801 - used like a function: `with watch(accelerator, mode
         def stepped(stats) -> None:
             if on_step is not None:
                 on_step(stats)
-            self._publish(self.watch.events)
-            if self.watch.events and self.stop_on_event:
+            self._publish(self.watch.agreed_events())
+            if self.watch.agreed_events() and self.stop_on_event:
                 raise StopRun()
 
         self.watch = Watch(self.model, self.optimizer, stop_at_first=True, on_step=stepped, **self.options)

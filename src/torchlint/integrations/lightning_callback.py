@@ -50,7 +50,7 @@ def make_callback(base: type, framework: str) -> type:
             self.watch = Watch(pl_module, optimizers[0], stop_at_first=True, **self.options).__enter__()
 
         def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
-            if self.watch is None or not self.watch.events:
+            if self.watch is None or not self.watch.agreed_events():
                 return
             self._collect(self.watch)
             self._publish(trainer, self.events)

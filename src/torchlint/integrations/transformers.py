@@ -68,7 +68,7 @@ class TorchlintCallback(TrainerCallback):
         _OPEN.append(self)
 
     def on_step_end(self, args, state, control, **kwargs) -> None:
-        if self.watch is None or not self.watch.events:
+        if self.watch is None or not self.watch.agreed_events():
             return
         self._collect()
         self._publish(state, self.events)

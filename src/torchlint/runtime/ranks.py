@@ -205,6 +205,7 @@ class RankState:
         self.wrappers: list = []
         self.ran: set[int] = set()
         self._pending: tuple | None = None  # (started exchange, its step)
+        self.agreed_through = math.inf  # the last step whose exchange is finished (every step: one rank)
 
     @property
     def pending(self) -> bool:
@@ -232,6 +233,7 @@ class RankState:
             self.ranks.publish(stats.step, new)
         row = [order(new), stats.loss, stats.grad_norm, math.nan if stats.param_norm is None else stats.param_norm]
         self._pending = (self.ranks.start(row), stats.step)
+        self.agreed_through = stats.step - 1
 
     def settle(self, watch) -> None:
         """Finish the exchange in flight: every rank ends with the reported rank's events, or a TL911."""
@@ -240,6 +242,7 @@ class RankState:
         started, step = self._pending
         self._pending = None
         table = self.ranks.finish(started)
+        self.agreed_through = step
         source = reporting_rank(table)
         if source is not None:
             reported = annotate(self.ranks.events_of(step, table), table, source)

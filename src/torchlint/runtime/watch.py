@@ -336,6 +336,12 @@ class Watch(SlowPath):
         self._disabled = True
         self.__exit__(RuntimeError, None, None)
 
+    def agreed_events(self) -> list[Event]:
+        """The events every rank holds: those of the steps whose exchange between ranks is finished (a
+        rank that found something tells the others at their next forward). A framework that stops on
+        an event reads these, so every rank stops at the same step; with one rank, all events."""
+        return [e for e in self.events if e.step <= self.ranks.agreed_through]
+
     def _settle_ranks(self) -> None:
         """Finish the last step's exchange (see `ranks`): a rank that found something stops them all here."""
         if self.ranks.pending:
