@@ -1,19 +1,20 @@
 """`with torchlint.watch(model, optimizer):` cheap per-step checks, slow path only when one fires.
 
-Cheap path, every step, in a number of kernels that does not grow with the number of modules:
-the outputs of the modules a forward pass calls are checked together when its outermost call
-returns, together (`reductions.finiteness`: one fused kernel on a GPU); gradients get one foreach norm, and so do the
-parameters on the first PARAM_FIRST steps and every PARAM_EVERY-th step after (a step whose loss,
-outputs or gradients are not finite measures them too, so an update that left NaN parameters is
-still told apart from a bad forward); the loss is the tensor `backward()` was last called on.
-Outputs are held only until their forward returns, and never more than FLUSH_BYTES of them: past
-that they are checked at once. The step boundary is the optimizer's step pre-hook, and all of it
-is read there with a single device sync per step. A parameter norm read at step N+1 is the one
-the updates since its last reading left, so NaN parameters (TL906) and a step that dwarfs the
-weights (TL903) are found without another sync. At the start of each forward pass the
-RNG state is kept (a few KiB, no sync) so that a replay draws the same dropout masks. Only the
+Cheap path, every step, in a number of kernels that does not grow with the number of modules (on a
+GPU): the outputs of the modules a forward pass calls are checked together when its outermost call
+returns (`reductions.finiteness`: one fused kernel on a GPU, a sum each on CPU); gradients get one
+foreach norm, and so do the parameters on the first PARAM_FIRST steps and every PARAM_EVERY-th step
+after (a step whose loss, outputs or gradients are not finite measures them too, so an update that
+left NaN parameters is still told apart from a bad forward); the loss is the tensor `backward()`
+was last called on. Outputs are held only until their forward returns, and never more than
+FLUSH_BYTES of them: past that they are checked at once. The step boundary is the optimizer's step
+pre-hook, and all of it is read there with a single device sync per step. A parameter norm read at
+step N+1 is the one the updates since its last reading left, so NaN parameters (TL906) and a step
+that dwarfs the weights (TL903) are found without another sync. At the start of each forward pass
+the RNG state is kept (a few KiB, no sync) so that a replay draws the same dropout masks. Only the
 outermost call's inputs and output gradient are kept until the step: no inner activation or
-gradient outlives backward, so peak memory is that of the unwatched run.
+gradient outlives backward, so peak memory is that of the unwatched run, plus at most FLUSH_BYTES
+of module outputs held while a forward runs (most of which autograd keeps anyway).
 
 The ops between the model's output and `backward()` (the loss computation) pass through a
 `LossWindow` that keeps references to them until the step: no kernel, no sync.
@@ -24,9 +25,10 @@ backward with hooks on every module to find the one that amplifies the gradient 
 
 A model under `torch.compile` is watched from the outside: the hooks return at once while Dynamo
 traces, so the compiled graph holds none of them (the compiled wrapper's own call is watched, and a
-replay runs the original module eagerly). The hooks never disturb the program: a forward that raises (even one the program catches) leaves
-the bookkeeping right, whichever way torch calls the hook on that path, and an error of
-torchlint's own switches the watch off with one warning instead of stopping the training.
+replay runs the original module eagerly). The hooks never disturb the program: a forward that
+raises (even one the program catches) leaves the bookkeeping right, whichever way torch calls the
+hook on that path, and an error of torchlint's own switches the watch off with one warning instead
+of stopping the training.
 """
 
 from __future__ import annotations
@@ -101,7 +103,7 @@ class Watch(SlowPath):
         self._pending: list[torch.Tensor] = []
         self._pending_keys: list[tuple[torch.nn.Module, int]] = []
         self._pending_bytes = 0
-        self._sums: list[tuple[int, list, torch.Tensor]] = []  # checked: (call index, keys, max-abs per output)
+        self._sums: list[tuple[int, list, torch.Tensor]] = []  # checked: (call index, keys, a value per output)
         self._calls: list[Call] = []
         self._stack: list[torch.nn.Module] = []  # the modules entered and not yet left, innermost last
         self._ignoring = False  # inside an outermost call made with gradients off
@@ -277,7 +279,7 @@ class Watch(SlowPath):
             self._loss_window.open()
 
     def _flush(self, call_index: int) -> None:
-        """One fused check of the outputs held: their max-abs values, in the order the modules returned."""
+        """One check of the outputs held: a value per output, finite when it is, in the order they returned."""
         if self._pending:
             with torch.no_grad():
                 norms = finiteness(self._pending)
