@@ -304,3 +304,62 @@ def test_the_accelerate_watch_stops_every_rank_at_the_same_step(tmp_path):
         assert (code, step) == ("TL901", 5) and message.startswith("rank 1 of 2: step 5: first non-finite output")
     assert outputs[0][1].count("TL901 non-finite-forward at step 5: rank 1 of 2") == 1  # printed once, on rank 0
     assert "TL902" not in outputs[0][1].split("also found")[0]  # rank 0's own TL902 is not printed as the cause
+
+
+LIGHTNING = """import json
+import lightning as L
+import torch
+import torch.nn.functional as F
+from torch.utils.data import DataLoader, TensorDataset
+
+from torchlint.integrations.lightning import TorchlintCallback
+
+
+class Classifier(L.LightningModule):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 3)
+
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        probs = F.softmax(self.fc(x), dim=-1)
+        if self.global_step == 3 and self.global_rank == 1:
+            probs = probs * 0  # rank 1's batch underflows: log gives -inf
+        return F.nll_loss(torch.log(probs), y)
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.1)
+
+
+if __name__ == "__main__":
+    torch.manual_seed(0)
+    data = DataLoader(TensorDataset(torch.randn(128, 4), torch.randint(0, 3, (128,))), batch_size=8)
+    callback = TorchlintCallback()
+    trainer = L.Trainer(max_epochs=2, callbacks=[callback], logger=False, enable_checkpointing=False,
+                        enable_progress_bar=False, enable_model_summary=False, accelerator="cpu", devices=2,
+                        strategy="ddp")
+    trainer.fit(Classifier(), data)
+    with open(f"rank{trainer.global_rank}.json", "w") as out:
+        json.dump({"step": trainer.global_step, "events": [[e.code, e.step, e.message] for e in callback.events]}, out)
+"""
+
+
+def test_the_lightning_callback_stops_every_ddp_rank_at_the_same_step(tmp_path):
+    """Lightning's own DDP launcher (strategy="ddp", two CPU processes). Under it Lightning calls the
+    LightningModule through a forward patched for that one call; the watch looks through it."""
+    pytest.importorskip("lightning")
+    import json
+
+    (tmp_path / "fit.py").write_text(LIGHTNING)
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    done = subprocess.run([sys.executable, "fit.py"], cwd=tmp_path, capture_output=True, text=True, env=env,
+                          timeout=300)
+    assert _ended(done, 0), done.stderr[-3000:]
+    assert "switched off" not in done.stderr
+    ranks = [json.loads((tmp_path / f"rank{rank}.json").read_text()) for rank in range(2)]
+    for rank in ranks:
+        [[code, step, message]] = rank["events"]
+        assert (rank["step"], code, step) == (5, "TL901", 4)  # found at step 4; agreed, every rank stops after 5
+        assert message.startswith("rank 1 of 2: step 4: the loss is inf while every module's output is finite: "
+                                  "torch.log at fit.py:20")
+    assert done.stderr.count("TL901 non-finite-forward at step 4") == 1  # printed on rank zero only

@@ -34,6 +34,7 @@ from torchlint.runtime.catalog import (
     UNUSED_PARAMETERS,
 )
 from torchlint.runtime.records import Event
+from torchlint.runtime.wrappers import is_ddp
 
 DRIFT = 1e-5  # relative spread of the parameter norms across ranks that is not rounding
 ORIGIN_CODES = (NON_FINITE_PARAMETER.code, NON_FINITE_FORWARD.code)  # a rank's own cause, not an all-reduced effect
@@ -50,22 +51,6 @@ def world() -> tuple[int, int] | None:
         return None
     size = dist.get_world_size()
     return (dist.get_rank(), size) if size > 1 else None
-
-
-def is_ddp(module) -> bool:
-    return isinstance(module, torch.nn.parallel.DistributedDataParallel)
-
-
-def unwrapped(module):
-    """The model inside a DDP wrapper (replays must not run DDP's collectives on one rank alone) and
-    inside a `torch.compile` wrapper (replays run it eagerly, op by op), however they nest."""
-    while True:
-        if is_ddp(module):
-            module = module.module
-        elif type(module).__name__ == "OptimizedModule" and hasattr(module, "_orig_mod"):
-            module = module._orig_mod
-        else:
-            return module
 
 
 class Ranks:

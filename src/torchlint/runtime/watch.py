@@ -51,11 +51,10 @@ from torchlint.runtime.bookkeeping import (
 )
 from torchlint.runtime.catalog import GRAPH_KEPT_ALIVE, MEMORY_GROWTH
 from torchlint.runtime.causes import clipping_seen
-from torchlint.runtime.compiled import quiet_about_global_hooks
 from torchlint.runtime.dead_units import DeadUnits
 from torchlint.runtime.input_range import is_image_conv, raw_pixels_event
 from torchlint.runtime.loss_window import LossWindow
-from torchlint.runtime.ranks import RankState, unwrapped
+from torchlint.runtime.ranks import RankState
 from torchlint.runtime.records import Call, Event, StepStats, StopRun, Track
 from torchlint.runtime.reductions import (
     finiteness,
@@ -66,6 +65,7 @@ from torchlint.runtime.reductions import (
 )
 from torchlint.runtime.slow_path import SlowPath
 from torchlint.runtime.snapshot import Snapshot
+from torchlint.runtime.wrappers import quiet_about_global_hooks, redirected, unwrapped
 
 __all__ = ["Event", "StepStats", "StopRun", "Watch", "watch"]
 
@@ -209,6 +209,8 @@ class Watch(SlowPath):
         if torch.compiler.is_compiling() or self._replaying or self._disabled:  # see the module's doc
             return
         try:
+            if not self._stack and redirected(module):  # its inner calls are the outermost ones
+                return
             if not self._stack:  # an outermost call begins: keep the RNG state its replay must start from
                 self._settle_ranks()
                 if self._loss_window is not None:
