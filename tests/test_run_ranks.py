@@ -363,3 +363,74 @@ def test_the_lightning_callback_stops_every_ddp_rank_at_the_same_step(tmp_path):
         assert message.startswith("rank 1 of 2: step 4: the loss is inf while every module's output is finite: "
                                   "torch.log at fit.py:20")
     assert done.stderr.count("TL901 non-finite-forward at step 4") == 1  # printed on rank zero only
+
+
+HF_TRAINER = """import json
+import os
+
+import torch
+from transformers import GPT2Config, GPT2LMHeadModel, Trainer, TrainerCallback, TrainingArguments
+
+from torchlint.integrations.transformers import TorchlintCallback
+
+
+class LogGate(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.zeroed = False
+
+    def forward(self, x):
+        gate = torch.sigmoid(x) * (0.0 if self.zeroed else 1.0)
+        return x + torch.log(gate)
+
+
+class ZeroAt(TrainerCallback):
+    def __init__(self, gate, step, rank):
+        self.gate, self.step, self.rank = gate, step, rank
+
+    def on_step_begin(self, args, state, control, **kwargs):
+        self.gate.zeroed = state.global_step + 1 == self.step and args.process_index == self.rank
+
+
+torch.manual_seed(0)
+model = GPT2LMHeadModel(GPT2Config(n_layer=1, n_head=2, n_embd=32, vocab_size=64, n_positions=32,
+                                   bos_token_id=0, eos_token_id=0))
+gate = LogGate()
+model.transformer.h[0].mlp.act = gate
+rows = [{"input_ids": ids, "labels": ids}
+        for ids in torch.randint(0, 64, (64, 16), generator=torch.Generator().manual_seed(1))]
+args = TrainingArguments(output_dir="out", max_steps=8, per_device_train_batch_size=4, report_to=[],
+                         save_strategy="no", use_cpu=True, disable_tqdm=True, logging_steps=1, seed=0,
+                         optim="adamw_torch")
+callback = TorchlintCallback()
+trainer = Trainer(model=model, args=args, train_dataset=rows, callbacks=[ZeroAt(gate, 3, 1), callback])
+trainer.train()
+with open(f"rank{args.process_index}.json", "w") as out:
+    json.dump({"step": trainer.state.global_step, "world": args.world_size,
+               "events": [[e.code, e.step, e.message] for e in callback.events]}, out)
+"""
+
+
+def test_the_hf_trainer_callback_stops_every_rank_at_the_same_step(tmp_path):
+    """The Trainer on two CPU processes (the environment torchrun gives): a NaN made in rank 1's
+    forward at step 3, agreed at the next forward, ends training on both ranks after step 4."""
+    pytest.importorskip("transformers")
+    pytest.importorskip("accelerate")
+    import json
+
+    from torchlint.runtime.spawn import _environment, _free_port
+
+    (tmp_path / "hf.py").write_text(HF_TRAINER)
+    port = _free_port()
+    children = [subprocess.Popen([sys.executable, "hf.py"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                 text=True, env={**_environment(rank, 2, port), "PYTHONPATH": str(ROOT / "src"),
+                                                 "HF_HUB_OFFLINE": "1"})
+                for rank in range(2)]
+    outputs = [child.communicate(timeout=300) for child in children]
+    assert all(child.returncode in (0, ABORTED_AT_EXIT) for child in children), [o[1][-2000:] for o in outputs]
+    ranks = [json.loads((tmp_path / f"rank{rank}.json").read_text()) for rank in range(2)]
+    for rank in ranks:
+        [[code, step, message]] = rank["events"]
+        assert (rank["world"], rank["step"], code, step) == (2, 4, "TL901", 3)
+        assert message.startswith("rank 1 of 2: step 3: first non-finite output in `transformer.h.0.mlp.act`, op "
+                                  "torch.log at hf.py:17")
