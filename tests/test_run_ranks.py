@@ -96,6 +96,34 @@ for step in range(6):
     optimizer.step()
 """
 
+FSDP2 = HEAD + """
+from torch.distributed.fsdp import fully_shard
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.out = nn.Linear(4, 1)
+
+    def forward(self, x):
+        return self.out(self.fc(x) * torch.log(x.abs().sum(-1, keepdim=True)))
+
+
+model = Net()
+fully_shard(model.fc)
+fully_shard(model)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+generator = torch.Generator().manual_seed(rank)
+for step in range(6):
+    x = torch.randn(8, 4, generator=generator)
+    if rank == 1 and step == 4:
+        x[2] = 0
+    optimizer.zero_grad()
+    model(x).pow(2).mean().backward()
+    optimizer.step()
+"""
+
 DRIFT = HEAD + """
 model = nn.parallel.DistributedDataParallel(nn.Linear(4, 1))
 if rank == 0:  # a checkpoint restored on rank 0 only, after wrapping
@@ -169,6 +197,18 @@ def test_a_nan_gradient_is_reported_from_the_rank_whose_replay_makes_it(tmp_path
     # DDP averages gradients, so both ranks see NaN; only rank 1's own backward makes it
     assert event.startswith("train.py:15: TL902 non-finite-gradient: rank 1 of 2: step 3: ")
     assert "also found: TL902 on rank 0 (gradients are averaged across ranks" in event
+
+
+def test_a_sharded_model_is_checked_on_its_shards_and_never_replayed_on_one_rank(tmp_path):
+    """FSDP2 (fully_shard): parameters and gradients are DTensors; a replay on one rank would wait
+    forever for the others' all-gather, so the event says it was not replayed."""
+    pytest.importorskip("torch.distributed.fsdp")
+    done = _run(tmp_path, FSDP2)
+    assert _ended(done, 1), done.stderr
+    [event] = _events(done.stdout)
+    assert event.startswith("TL901 non-finite-forward: rank 1 of 2: step 5: first non-finite output in `out` (not "
+                            "replayed: the model is sharded across ranks")
+    assert "switched off" not in done.stderr
 
 
 def test_parameters_changed_on_one_rank_after_wrapping_are_ranks_diverged(tmp_path):

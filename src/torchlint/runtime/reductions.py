@@ -37,11 +37,18 @@ def finiteness(tensors: list[torch.Tensor]) -> list[torch.Tensor]:
     return [t.sum(dtype=torch.float32) if t.dtype in (torch.float16, torch.bfloat16) else t.sum() for t in tensors]
 
 
+def local(tensor: torch.Tensor) -> torch.Tensor:
+    """This rank's shard of a DTensor (FSDP2, tensor parallelism), the tensor itself otherwise: the
+    checks read what this rank holds, and the ranks' exchange combines them."""
+    return tensor.to_local() if type(tensor).__name__ == "DTensor" else tensor
+
+
 def norms(tensors: list[torch.Tensor], device: torch.device) -> torch.Tensor:
-    """Per-tensor L2 norms in float32, stacked (no sync)."""
+    """Per-tensor L2 norms in float32, stacked (no sync); of this rank's shards for sharded tensors."""
     if not tensors:
         return torch.zeros(1, device=device)
     # accumulated in float32: a float16 norm overflows at 65504 although every element is finite
+    tensors = [local(t) for t in tensors]
     return torch.stack([n.to(device) for n in torch._foreach_norm(tensors, 2, dtype=torch.float32)])
 
 

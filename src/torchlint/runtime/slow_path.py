@@ -23,10 +23,12 @@ from torchlint.runtime.catalog import (
 from torchlint.runtime.causes import update_causes
 from torchlint.runtime.optim_state import explain_non_finite, explain_vanishing
 from torchlint.runtime.records import Event, Track
-from torchlint.runtime.reductions import installed
+from torchlint.runtime.reductions import installed, local
 from torchlint.runtime.snapshot import Snapshot
 
 NOT_REPRODUCED = "the replay of this step from its kept inputs and RNG state did not reproduce it: stateful code?"
+NOT_REPLAYED = ("not replayed: the model is sharded across ranks (FSDP, DTensor), and its forward on one rank alone "
+                "would wait for the others")
 
 
 def _updates(track: Track) -> str:
@@ -86,6 +88,12 @@ class SlowPath:
                     return name
         return f"parameter {index}"
 
+    def _replayable(self) -> list:
+        """The step's outermost calls a replay may run on this rank alone (none of a sharded model)."""
+        from torchlint.runtime.wrappers import replays_alone
+
+        return self._calls if all(replays_alone(call.module) for call in self._calls) else []
+
     def _replay(self, function, *args):
         self._replaying = True
         try:
@@ -103,7 +111,8 @@ class SlowPath:
         if keys[earlier][1] == keys[first][1]:  # an infinity earlier in the same forward: the NaN is made of it
             first = earlier
         module, call_index = keys[first]
-        call = self._calls[call_index] if 0 <= call_index < len(self._calls) else None
+        calls = self._replayable()
+        call = calls[call_index] if 0 <= call_index < len(calls) else None
         found = self._replay(replay.first_non_finite_op, call.module, call.args, call.kwargs, call.rng, nan) \
             if call is not None else None
         if found is not None and found.module is not None:
@@ -119,6 +128,8 @@ class SlowPath:
                 stats = f"its input already holds NaN/Inf: {replay.tensor_stats(bad_input)}; it comes from the data"
             else:
                 stats = NOT_REPRODUCED
+        elif found is None and self._calls and not calls:
+            stats = NOT_REPLAYED
         detail = f" ({stats})" if stats else ""
         self._record(Event(NON_FINITE_FORWARD.code, NON_FINITE_FORWARD.name, self.step,
                            f"step {self.step}: first non-finite output in {where}{detail}", name, op, file, line))
@@ -153,7 +164,8 @@ class SlowPath:
         backward = file = line = None
         root = self._calls[-1].module if self._calls else None
         replayed = False
-        for call in self._calls:
+        calls = self._replayable()
+        for call in calls:
             if call.grad_out is None or not torch.isfinite(call.grad_out).all():
                 continue
             replayed = True
@@ -163,6 +175,8 @@ class SlowPath:
                 root = call.module
                 break
         where = f": {backward}{_at(file, line)}" if backward else (f" ({NOT_REPRODUCED})" if replayed else "")
+        if self._calls and not calls:
+            where = f" ({NOT_REPLAYED})"
         self._record(Event(NON_FINITE_GRADIENT.code, NON_FINITE_GRADIENT.name, self.step,
                            f"step {self.step}: gradient norm is {grad_norm} with a finite forward pass{where}",
                            self._name_of(root) if root is not None else None,
@@ -175,7 +189,7 @@ class SlowPath:
         op = file = line = stats = None
         self._replaying = True
         try:
-            for call in self._calls:
+            for call in self._replayable():
                 if call.grad_out is not None:
                     found = replay.amplifying_module(call.module, call.args, call.kwargs, call.grad_out, call.rng)
                     if found is not None and (best is None or found.ratio > best.ratio):
@@ -230,7 +244,7 @@ class SlowPath:
             why += self._replay_update(optimizer, snapshot)
         self._record(Event(NON_FINITE_PARAMETER.code, NON_FINITE_PARAMETER.name, step or 0,
                            f"{when} left `{name}` non-finite "
-                           f"({replay.tensor_stats(params[index])}){why}", name))
+                           f"({replay.tensor_stats(local(params[index]))}){why}", name))
 
     def _replay_update(self, optimizer, snapshot: Snapshot) -> str:
         """Replay the update of the failing step from its snapshot, op by op, then put back the

@@ -58,6 +58,7 @@ from torchlint.runtime.ranks import RankState
 from torchlint.runtime.records import Call, Event, StepStats, StopRun, Track
 from torchlint.runtime.reductions import (
     finiteness,
+    local,
     memory_event,
     memory_in_use,
     norms,
@@ -477,7 +478,7 @@ class Watch(SlowPath):
         """What the last update of this optimizer left: NaN/Inf parameters (TL906), or a parameter
         norm multiplied beyond `explode_factor` (TL903). True when one of them fired. A norm that
         overflows float32 while every value is finite (weights near 1e20) is not a NaN parameter."""
-        if not math.isfinite(total) and not all(torch.isfinite(p).all() for p in params):
+        if not math.isfinite(total) and not all(torch.isfinite(local(p)).all() for p in params):
             self._parameter_event(optimizer, track, params, param_norms)
         elif track.param_total and total > self.explode_factor * track.param_total:
             self._update_event(optimizer, track, params, param_norms, total)

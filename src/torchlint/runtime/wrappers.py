@@ -45,3 +45,15 @@ def redirected(module) -> bool:
     be neither replayed nor named as the model's forward. The watch looks through it, at the modules
     `training_step` calls, as it does without a wrapper."""
     return "forward" in vars(module) and hasattr(type(module), "training_step")
+
+
+def replays_alone(module) -> bool:
+    """Whether one rank may run this module's forward by itself. Not a model sharded across ranks
+    (FSDP, FSDP2's fully_shard, DTensor parameters of tensor parallelism): its forward gathers
+    parameters from every rank, so a replay on the rank that found a problem would wait forever."""
+    for sub in module.modules():
+        if any(cls.__name__ in ("FullyShardedDataParallel", "FSDPModule") for cls in type(sub).__mro__):
+            return False
+        if any(type(p).__name__ == "DTensor" for p in sub.parameters(recurse=False)):
+            return False
+    return True
