@@ -836,3 +836,45 @@ def test_dead_channels_of_a_convolution_are_units_too():
 def test_a_few_dead_units_a_healthy_layer_and_a_batch_too_small_to_tell_are_not_reported(dead, batch):
     # 25% dead is under the 50% bar; with 4 rows a healthy unit can be 0 for all of them by chance
     assert _train_relu(_relu_net(dead), torch.randn(batch, 8)) == []
+
+
+def _bn_net() -> torch.nn.Module:
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.BatchNorm1d(8), torch.nn.ReLU(), torch.nn.Linear(8, 3))
+
+
+def _second_pass(kind: str):
+    model = _bn_net()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    x, y = torch.randn(16, 8), torch.randint(0, 3, (16,))
+    views = (x + 0.1 * torch.randn_like(x), x + 0.1 * torch.randn_like(x))
+    with torchlint.watch(model, optimizer) as watcher:
+        for _ in range(3):
+            optimizer.zero_grad()
+            if kind == "two views":  # contrastive learning: two different tensors
+                loss = model(views[0]).pow(2).mean() + model(views[1]).pow(2).mean()
+            else:
+                loss = torch.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            if kind == "metric again":
+                accuracy = (model(x).argmax(1) == y).float().mean()  # noqa: F841 - the second pass
+            elif kind == "metric under no_grad":
+                with torch.no_grad():
+                    accuracy = (model(x).argmax(1) == y).float().mean()  # noqa: F841
+            optimizer.step()
+    return watcher.events
+
+
+def test_a_batchnorm_model_run_again_on_the_same_batch_is_found_at_both_lines():
+    import inspect
+
+    [event] = _second_pass("metric again")
+    first = inspect.getsourcelines(_second_pass)[1] + 11
+    assert (event.code, event.step, event.line) == ("TL914", 1, first + 3)
+    assert event.message.startswith(f"step 1: `<model>` ran a second time on the same batch (first at line {first}) "
+                                    "in training mode: BatchNorm's running statistics count this batch twice")
+
+
+@pytest.mark.parametrize("kind", ["two views", "metric under no_grad", "once"])
+def test_two_views_a_no_grad_metric_and_one_pass_are_not_repeated_forwards(kind):
+    assert _second_pass(kind) == []

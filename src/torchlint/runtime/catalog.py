@@ -68,6 +68,12 @@ DEAD_UNITS = RuleInfo(
     "Most units of a ReLU layer output 0 for every input of the batch, check after check: they are dead, "
     "get no gradient and do not recover (runtime).", tags=("runtime", "training"), precision="high",
 )
+REPEATED_FORWARD = RuleInfo(
+    "TL914", "repeated-forward-with-batchnorm", "warning",
+    "A model with BatchNorm ran twice on the same batch in one training step: its running statistics count "
+    "the batch twice (runtime).", tags=("runtime", "training-loop"), precision="high",
+)
 RUNTIME_RULES = (NON_FINITE_FORWARD, NON_FINITE_GRADIENT, EXPLODING_GRADIENT, MEMORY_GROWTH, NONDETERMINISTIC,
                  NON_FINITE_PARAMETER, VANISHING_GRADIENT, GRAPH_KEPT_ALIVE, GRADIENTS_NOT_CLEARED,
-                 UNUSED_PARAMETERS, RANKS_DIVERGED, RAW_PIXELS, DEAD_UNITS)
+                 UNUSED_PARAMETERS, RANKS_DIVERGED, RAW_PIXELS, DEAD_UNITS,
+                 REPEATED_FORWARD)

@@ -58,6 +58,7 @@ class Call:
     kwargs: dict
     rng: tuple
     grad_out: torch.Tensor | None = None
+    site: tuple | None = None  # (file, line) that made the call, for models with BatchNorm in training mode
 
 
 class StopRun(Exception):

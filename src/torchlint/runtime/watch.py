@@ -64,6 +64,7 @@ from torchlint.runtime.reductions import (
     norms,
     total_norm,
 )
+from torchlint.runtime.repeated_forward import has_batchnorm, same_batch_event
 from torchlint.runtime.slow_path import SlowPath
 from torchlint.runtime.snapshot import Snapshot
 from torchlint.runtime.wrappers import quiet_about_global_hooks, redirected, unwrapped
@@ -263,9 +264,13 @@ class Watch(SlowPath):
         if outermost:  # calls are numbered in completion order of the outermost ones
             call = Call(unwrapped(module), args, kwargs, self._rng)  # a replay must not run DDP's collectives
             self.ranks.outermost(module)
-            self._calls.append(call)
             if id(module) not in self._roots:
                 self._roots[id(module)] = {type(m) for m in module.modules()}
+            if module.training and has_batchnorm(self._roots[id(module)]):  # TL914
+                event = same_batch_event(self, call)
+                if event is not None:
+                    self._record(event)
+            self._calls.append(call)
             if out is not None and out.requires_grad and out.is_floating_point():
                 out.register_hook(lambda grad, c=call: self._keep_grad(c, grad))
                 self._graphs.mark(out, self.step, "output")
@@ -342,9 +347,8 @@ class Watch(SlowPath):
         self.__exit__(RuntimeError, None, None)
 
     def agreed_events(self) -> list[Event]:
-        """The events every rank holds: those of the steps whose exchange between ranks is finished (a
-        rank that found something tells the others at their next forward). A framework that stops on
-        an event reads these, so every rank stops at the same step; with one rank, all events."""
+        """The events of the steps whose exchange between ranks is finished: a framework that stops on
+        these stops every rank at the same step (with one rank: all events)."""
         return [e for e in self.events if e.step <= self.ranks.agreed_through]
 
     def _settle_ranks(self) -> None:
