@@ -212,3 +212,58 @@ def test_spans_from_statement_lines_are_those_of_the_whole_module(monkeypatch, p
     whole = locate(module, nodes)
     assert len(whole) > 30
     assert locate(module, nodes, lines) == whole
+
+
+EDITS = [
+    lambda s: s.replace("[1, 2, 3]", "[1, 2, 3, 4]", 1),  # one statement changed
+    lambda s: "import os\n" + s,  # a statement added at the top (the header moves)
+    lambda s: s + "x = 1\nx = 1\n",  # the same text twice
+    lambda s: s.replace("\n\n", "\n\n# a comment between statements\n\n", 1),
+    lambda s: s.replace("last = [1, 2, 3]  # end\n", ""),  # a statement removed
+]
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_statements_reused_after_edits_give_the_whole_tree(monkeypatch, newline):
+    """The language server's parse: statements whose text is unchanged are not parsed again, and the
+    tree is still the one a parse of the whole text gives, with each node at one place only."""
+    monkeypatch.setattr(parsing, "SPLIT_CHARS", 256_000)
+    cache = parsing.StatementCache()
+    source = MODULE.replace("\n", newline)
+    with parsing.reusing(cache):
+        parsing.parse_with_lines(source)
+    for edit in EDITS:
+        edited = edit(source).replace("\n", newline).replace("\r\r\n", "\r\n")
+        parses = []
+        original = cst.parse_module
+        monkeypatch.setattr(parsing.cst, "parse_module", lambda text, p=parses, o=original: p.append(text) or o(text))
+        with parsing.reusing(cache):
+            after, lines = parsing.parse_with_lines(edited)
+        monkeypatch.setattr(parsing.cst, "parse_module", original)
+        assert _same(cst.parse_module(edited), after) and after.code == edited
+        assert lines is not None and len(lines) == len(after.body)
+        assert len({id(node) for node in after.body}) == len(after.body)
+        assert len(parses) <= 3  # the statements the edit touched, not all of the module's
+        source = edited
+
+
+def test_a_syntax_error_in_an_edit_is_that_of_one_parse(monkeypatch):
+    monkeypatch.setattr(parsing, "SPLIT_CHARS", 256_000)
+    cache = parsing.StatementCache()
+    with parsing.reusing(cache):
+        parsing.parse_with_lines(MODULE)
+    broken = MODULE.replace("[1, 2, 3]", "[1, 2 3]", 1)
+    with pytest.raises(cst.ParserSyntaxError) as whole:
+        cst.parse_module(broken)
+    with pytest.raises(cst.ParserSyntaxError) as reused, parsing.reusing(cache):
+        parsing.parse_with_lines(broken)
+    assert str(reused.value) == str(whole.value)
+
+
+def test_only_the_first_parse_of_a_reusing_block_goes_through_the_cache(monkeypatch):
+    monkeypatch.setattr(parsing, "SPLIT_CHARS", 256_000)
+    cache = parsing.StatementCache()
+    with parsing.reusing(cache):
+        parsing.parse_with_lines(MODULE)
+        parsing.parse_with_lines("import os\n")  # a module the document imports: not cached
+    assert "import os\n" not in cache.parsed and len(cache.parsed) > 5

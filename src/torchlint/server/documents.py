@@ -18,6 +18,7 @@ from torchlint.config import Settings
 from torchlint.finding import Finding
 from torchlint.server.settings import for_document
 from torchlint.static.notebook_check import check_any
+from torchlint.static.parsing import StatementCache, reusing
 
 CODE_CELL = 2  # lsprotocol NotebookCellKind.Code
 
@@ -59,10 +60,24 @@ class Checked:
     comments: object = None  # comment_edit.CommentColumns of a text document's text, made when first asked
 
 
+# per open document, its top-level statements already parsed: an edit re-parses only those it changed
+_statements: dict[str, StatementCache] = {}
+KEPT_DOCUMENTS = 16  # the statement caches of the documents checked last
+
+
+def _statement_cache(uri: str) -> StatementCache:
+    cache = _statements.pop(uri, None) or StatementCache()
+    _statements[uri] = cache  # most recent last
+    while len(_statements) > KEPT_DOCUMENTS:
+        del _statements[next(iter(_statements))]
+    return cache
+
+
 def check_text_document(uri: str, text: str, settings: Settings, token: object) -> Checked:
     file = path_of(uri)
     name = display_name(uri, notebook=False)
-    findings, deps = _check(text, name, file, settings, notebook=False)
+    with reusing(_statement_cache(uri)):
+        findings, deps = _check(text, name, file, settings, notebook=False)
     return Checked(token, {uri: findings}, {uri: text}, deps)
 
 

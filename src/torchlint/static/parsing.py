@@ -43,10 +43,46 @@ def parse_module(source: str) -> cst.Module:
     return parse_with_lines(source)[0]
 
 
+class StatementCache:
+    """Top-level statements already parsed, by their text (the language server's: an edit re-parses
+    only the statements it changed). Holds the statements of the last text parsed with it."""
+
+    def __init__(self) -> None:
+        self.parsed: dict[str, list[cst.Module]] = {}  # a tree per occurrence of the text
+
+
+_cache: StatementCache | None = None  # set by `reusing` around a check
+
+
+class reusing:  # noqa: N801 - a context manager: `with reusing(cache):`
+    """Within the block, the first source parsed (the document checked: the modules it imports are
+    parsed after it) is parsed one top-level statement at a time through `cache`, into the tree one
+    parse gives, when it is at most SPLIT_CHARS long."""
+
+    def __init__(self, cache: StatementCache) -> None:
+        self.cache = cache
+
+    def __enter__(self) -> StatementCache:
+        global _cache
+        _cache = self.cache
+        return self.cache
+
+    def __exit__(self, *exc) -> None:
+        global _cache
+        _cache = None
+
+
 def parse_with_lines(source: str) -> tuple[cst.Module, list[int] | None]:
     """``parse_module``, and the first line of each top-level statement when the tree was parsed in
     pieces (None otherwise)."""
+    global _cache
     if len(source) <= max(PIECE_CHARS, SPLIT_CHARS):
+        cache, _cache = _cache, None
+        if cache is not None:
+            try:
+                return _parse_through(source, cache)
+            except (tokenize.TokenError, SyntaxError, cst.ParserSyntaxError, _Mismatch):
+                pass  # one parse: its tree, or its syntax error where it really is
         return cst.parse_module(source), None
     try:
         module, lines = _parse_in_pieces(source)
@@ -69,6 +105,31 @@ def _parse_in_pieces(source: str) -> tuple[cst.Module, list[int] | None]:
     for start, end in pieces:
         text = source[start:end]
         modules.append(_parse_statement(text) if end - start > PIECE_CHARS else cst.parse_module(text))
+    return _joined(modules, pieces, lines, first_indented)
+
+
+def _parse_through(source: str, cache: StatementCache) -> tuple[cst.Module, list[int] | None]:
+    """One piece per top-level statement: a statement whose text the last source also had is not
+    parsed again (LibCST's nodes are immutable, so sharing
+    them between two trees is safe). The cache keeps this text's statements only."""
+    statements, lines, first_indented = _top_level_statements(source)
+    pieces = list(zip([0, *statements[1:]], [*statements[1:], len(source)], strict=True))
+    parsed: dict[str, list[cst.Module]] = {}
+    modules = []
+    for start, end in pieces:
+        text = source[start:end]
+        # a text that comes twice in a source has a tree per occurrence: one node never sits at two places
+        kept = cache.parsed.get(text)
+        module = kept.pop() if kept else cst.parse_module(text)
+        parsed.setdefault(text, []).append(module)
+        modules.append(module)
+    cache.parsed = parsed
+    return _joined(modules, pieces, lines, first_indented)
+
+
+def _joined(modules: list[cst.Module], pieces: list[tuple[int, int]], lines: list[int],
+            first_indented: int | None) -> tuple[cst.Module, list[int] | None]:
+    """The pieces' modules joined into the module one parse of their whole text gives."""
     body: list[cst.CSTNode] = []
     for index, module in enumerate(modules):
         if index and module.header:
