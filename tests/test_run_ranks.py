@@ -158,11 +158,11 @@ def _run(tmp_path, source: str, *launch: str) -> subprocess.CompletedProcess:
                           timeout=180)
 
 
-ABORTED_AT_EXIT = 134
+ABORTED_AT_EXIT = (134, -6)  # through torchlint's launcher (128 + SIGABRT), or the process itself
 
 
 def _ended(done: subprocess.CompletedProcess, status: int) -> bool:
-    return done.returncode in (status, ABORTED_AT_EXIT) and "Traceback" not in done.stderr
+    return (done.returncode == status or done.returncode in ABORTED_AT_EXIT) and "Traceback" not in done.stderr
 
 
 def _events(out: str) -> list[str]:
@@ -335,7 +335,7 @@ def test_the_accelerate_watch_stops_every_rank_at_the_same_step(tmp_path):
                                  env={**_environment(rank, 2, port), "PYTHONPATH": str(ROOT / "src")})
                 for rank in range(2)]
     outputs = [child.communicate(timeout=180) for child in children]
-    assert all(child.returncode in (0, ABORTED_AT_EXIT) for child in children), outputs
+    assert all(child.returncode in (0, *ABORTED_AT_EXIT) for child in children), outputs
     ranks = [json.loads((tmp_path / f"rank{rank}.json").read_text()) for rank in range(2)]
     # found at step 5 on rank 1; told at the next forward, every rank's next optimizer.step() ends the block
     assert [r["updates"] for r in ranks] == [5, 5]
@@ -467,10 +467,43 @@ def test_the_hf_trainer_callback_stops_every_rank_at_the_same_step(tmp_path):
                                                  "HF_HUB_OFFLINE": "1"})
                 for rank in range(2)]
     outputs = [child.communicate(timeout=300) for child in children]
-    assert all(child.returncode in (0, ABORTED_AT_EXIT) for child in children), [o[1][-2000:] for o in outputs]
+    assert all(child.returncode in (0, *ABORTED_AT_EXIT) for child in children), [o[1][-2000:] for o in outputs]
     ranks = [json.loads((tmp_path / f"rank{rank}.json").read_text()) for rank in range(2)]
     for rank in ranks:
         [[code, step, message]] = rank["events"]
         assert (rank["world"], rank["step"], code, step) == (2, 4, "TL901", 3)
         assert message.startswith("rank 1 of 2: step 3: first non-finite output in `transformer.h.0.mlp.act`, op "
                                   "torch.log at hf.py:17")
+
+
+RANK_ZERO_ONLY = HEAD + """
+import contextlib
+
+import torchlint
+
+model = nn.parallel.DistributedDataParallel(nn.Linear(4, 1))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+with torchlint.watch(model, optimizer) if rank == 0 else contextlib.nullcontext() as watcher:
+    for step in range(4):
+        optimizer.zero_grad()
+        model(torch.randn(8, 4)).pow(2).mean().backward()
+        optimizer.step()
+if rank == 0:
+    open("rank0.steps", "w").write(str(watcher.step))
+"""
+
+
+def test_a_watch_on_rank_zero_alone_does_not_wait_for_the_others(tmp_path):
+    """`torchlint.watch(model, optimizer)` is per rank unless ranks=True: on rank 0 only, it must not
+    make the group or start the exchange that every rank takes part in."""
+    from torchlint.runtime.spawn import _environment, _free_port
+
+    (tmp_path / "train.py").write_text(RANK_ZERO_ONLY)
+    port = _free_port()
+    children = [subprocess.Popen([sys.executable, "train.py"], cwd=tmp_path, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True,
+                                 env={**_environment(rank, 2, port), "PYTHONPATH": str(ROOT / "src")})
+                for rank in range(2)]
+    outputs = [child.communicate(timeout=120) for child in children]
+    assert all(child.returncode in (0, *ABORTED_AT_EXIT) for child in children), outputs
+    assert (tmp_path / "rank0.steps").read_text() == "4"

@@ -57,7 +57,8 @@ class watch:  # noqa: N801 - used like a function: `with watch(accelerator, mode
             if self.watch.agreed_events() and self.stop_on_event:
                 raise StopRun()
 
-        self.watch = Watch(self.model, self.optimizer, stop_at_first=True, on_step=stepped, **self.options)
+        self.watch = Watch(self.model, self.optimizer, stop_at_first=True, on_step=stepped, ranks=True,
+                           **self.options)
         self.setup = optimizer_events(self.optimizer, self.model, FIX, user_site())
         self._publish(self.setup)
         self.watch.__enter__()

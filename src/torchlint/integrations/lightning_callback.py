@@ -47,7 +47,8 @@ def make_callback(base: type, framework: str) -> type:
             self._publish(trainer, self.events)
             if not optimizers:
                 return
-            self.watch = Watch(pl_module, optimizers[0], stop_at_first=True, **self.options).__enter__()
+            self.watch = Watch(pl_module, optimizers[0], stop_at_first=True, ranks=True,  # every rank runs it
+                               **self.options).__enter__()
 
         def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
             if self.watch is None or not self.watch.agreed_events():

@@ -63,7 +63,7 @@ class TorchlintCallback(TrainerCallback):
             return
         from torchlint.runtime.watch import Watch
 
-        self.watch = Watch(model, getattr(optimizer, "optimizer", optimizer), stop_at_first=True,
+        self.watch = Watch(model, getattr(optimizer, "optimizer", optimizer), stop_at_first=True, ranks=True,
                            **self.options).__enter__()
         _OPEN.append(self)
 

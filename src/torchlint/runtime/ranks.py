@@ -182,9 +182,13 @@ def _forward_line(cls) -> tuple[str | None, int | None]:
 
 class RankState:
     """What a watch knows of the ranks: the group once found, the exchange in flight, and per step
-    the DDP wrappers called and the modules that ran (to name the ones behind unused parameters)."""
+    the DDP wrappers called and the modules that ran (to name the ones behind unused parameters).
+    Enabled only where every rank runs the watch (`torchlint run`, the framework integrations,
+    `watch(..., ranks=True)`): the group is made, and each step exchanged, by all ranks together,
+    so a watch on rank 0 alone would wait for the others forever."""
 
-    def __init__(self) -> None:
+    def __init__(self, enabled: bool = True) -> None:
+        self.enabled = enabled
         self.ranks: Ranks | None = None
         self.ddp_seen = False
         self.wrappers: list = []
@@ -204,6 +208,8 @@ class RankState:
     def after_judge(self, watch, before: int, stats) -> None:
         """Once the step's own judgement is made (events from `before` on are this step's): start
         the exchange; `settle` finishes it."""
+        if not self.enabled:
+            return
         if self.ranks is None:
             found = world()
             if found is None:

@@ -83,7 +83,8 @@ class Watch(SlowPath):
 
     def __init__(self, model: torch.nn.Module | None, optimizer: torch.optim.Optimizer | None,
                  explode_factor: float = 1e3, warmup: int = 5, stop_at_first: bool = True,
-                 max_steps: int | None = None, on_step=None, snapshot: bool = False, files=()) -> None:
+                 max_steps: int | None = None, on_step=None, snapshot: bool = False, files=(),
+                 ranks: bool | None = None) -> None:
         self.model = model
         self.optimizer = optimizer
         self.explode_factor = explode_factor
@@ -127,7 +128,7 @@ class Watch(SlowPath):
         self._clearing = GradClearing()
         self._pixels_unchecked = True  # TL912, once per run
         self._dead = DeadUnits()  # TL913, on the steps that measure the parameters
-        self.ranks = RankState()  # torchrun/DDP: the other ranks, once the program has a process group
+        self.ranks = RankState(model is None if ranks is None else ranks)  # when every rank watches: see RankState
 
     # -- installation ------------------------------------------------------------------
     def __enter__(self) -> Watch:
@@ -497,5 +498,6 @@ def _measures(step: int, snapshot: bool) -> bool:
 
 
 def watch(model: torch.nn.Module, optimizer: torch.optim.Optimizer, **options) -> Watch:
-    """Use as `with torchlint.watch(model, optimizer) as w: ...`; then read `w.events` and `w.history`."""
+    """Use as `with torchlint.watch(model, optimizer) as w: ...`; then read `w.events` and `w.history`.
+    With several ranks that all run the watch, `ranks=True` makes them exchange their checks each step."""
     return Watch(model, optimizer, **options)
