@@ -96,12 +96,11 @@ def main() -> None:
     if args.worker:
         worker(args)
         return
-    from torchlint.runtime.spawn import _environment, _free_port
+    from torchlint.runtime.spawn import rank_environments
 
-    port = _free_port()
     argv = [sys.executable, os.path.abspath(__file__), "--worker", "--model", args.model,
             "--steps", str(args.steps), "--rounds", str(args.rounds)]
-    children = [subprocess.Popen(argv, env=_environment(rank, 2, port)) for rank in range(2)]
+    children = [subprocess.Popen(argv, env=env) for env in rank_environments(2)]
     sys.exit(max(child.wait() for child in children))
 
 

@@ -165,6 +165,19 @@ def _ended(done: subprocess.CompletedProcess, status: int) -> bool:
     return (done.returncode == status or done.returncode in ABORTED_AT_EXIT) and "Traceback" not in done.stderr
 
 
+def _as_two_ranks(tmp_path, name: str, source: str, **env: str) -> list[tuple[int, str, str]]:
+    """Run the script itself as two ranks (no torchlint launcher): (status, stdout, stderr) of each."""
+    from torchlint.runtime.spawn import rank_environments
+
+    (tmp_path / name).write_text(source)
+    children = [subprocess.Popen([sys.executable, name], cwd=tmp_path, stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True,
+                                 env={**base, "PYTHONPATH": str(ROOT / "src"), **env})
+                for base in rank_environments(2)]
+    outputs = [child.communicate(timeout=300) for child in children]
+    return [(child.returncode, *output) for child, output in zip(children, outputs, strict=True)]
+
+
 def _events(out: str) -> list[str]:
     return [line for line in out.splitlines() if " TL9" in f" {line}"]
 
@@ -270,15 +283,15 @@ def test_the_reporting_rank_is_the_earliest_cause_then_the_lowest_rank():
     forward = Event("TL901", "non-finite-forward", 3, "forward")
     assert [order([]), order([forward]), order([located]), order([unlocated])] == [0, 1, 2, 3]
     nan = float("nan")
-    table = [[3, 0.5, nan, 1.0], [2, nan, nan, 1.0], [0, 0.4, 1.0, 1.0]]
+    table = [[3, 0.5, 1.0], [2, nan, 1.0], [0, 0.4, 1.0]]  # order, loss, parameter norm
     assert reporting_rank(table) == 1
     assert reporting_rank([[0, 1, 1, 1], [0, 1, 1, 1]]) is None
     [event] = annotate([[unlocated], [located], []], table, 1)
     assert event.message == ("rank 1 of 3: gradient; the loss was finite on the other ranks (rank 0: 0.5, rank 2: "
                              "0.4): this rank's batch (its shard of the data) makes it; also found: TL902 on rank 0 "
                              "(gradients are averaged across ranks: a NaN one rank makes reaches all)")
-    assert drift_event(4, [[0, 1, 1, 2.0], [0, 1, 1, 2.0 * (1 + 1e-7)]]) is None  # rounding
-    assert drift_event(4, [[0, 1, 1, 2.0], [0, 1, 1, 2.1]]).code == "TL911"
+    assert drift_event(4, [[0, 1, 2.0], [0, 1, 2.0 * (1 + 1e-7)]]) is None  # rounding
+    assert drift_event(4, [[0, 1, 2.0], [0, 1, 2.1]]).code == "TL911"
 
 
 ACCELERATE = """import json
@@ -326,24 +339,16 @@ def test_the_accelerate_watch_stops_every_rank_at_the_same_step(tmp_path):
     pytest.importorskip("accelerate")
     import json
 
-    from torchlint.runtime.spawn import _environment, _free_port
-
-    (tmp_path / "train.py").write_text(ACCELERATE)
-    port = _free_port()
-    children = [subprocess.Popen([sys.executable, "train.py"], cwd=tmp_path, stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE, text=True,
-                                 env={**_environment(rank, 2, port), "PYTHONPATH": str(ROOT / "src")})
-                for rank in range(2)]
-    outputs = [child.communicate(timeout=180) for child in children]
-    assert all(child.returncode in (0, *ABORTED_AT_EXIT) for child in children), outputs
+    ended = _as_two_ranks(tmp_path, "train.py", ACCELERATE)
+    assert all(status in (0, *ABORTED_AT_EXIT) for status, _, _ in ended), ended
     ranks = [json.loads((tmp_path / f"rank{rank}.json").read_text()) for rank in range(2)]
     # found at step 5 on rank 1; told at the next forward, every rank's next optimizer.step() ends the block
     assert [r["updates"] for r in ranks] == [5, 5]
     for r in ranks:
         [[code, step, message]] = r["events"]
         assert (code, step) == ("TL901", 5) and message.startswith("rank 1 of 2: step 5: first non-finite output")
-    assert outputs[0][1].count("TL901 non-finite-forward at step 5: rank 1 of 2") == 1  # printed once, on rank 0
-    assert "TL902" not in outputs[0][1].split("also found")[0]  # rank 0's own TL902 is not printed as the cause
+    assert ended[0][2].count("TL901 non-finite-forward at step 5: rank 1 of 2") == 1  # printed once, on rank 0
+    assert "TL902" not in ended[0][2].split("also found")[0]  # rank 0's own TL902 is not printed as the cause
 
 
 LIGHTNING = """import json
@@ -458,16 +463,8 @@ def test_the_hf_trainer_callback_stops_every_rank_at_the_same_step(tmp_path):
     pytest.importorskip("accelerate")
     import json
 
-    from torchlint.runtime.spawn import _environment, _free_port
-
-    (tmp_path / "hf.py").write_text(HF_TRAINER)
-    port = _free_port()
-    children = [subprocess.Popen([sys.executable, "hf.py"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                 text=True, env={**_environment(rank, 2, port), "PYTHONPATH": str(ROOT / "src"),
-                                                 "HF_HUB_OFFLINE": "1"})
-                for rank in range(2)]
-    outputs = [child.communicate(timeout=300) for child in children]
-    assert all(child.returncode in (0, *ABORTED_AT_EXIT) for child in children), [o[1][-2000:] for o in outputs]
+    ended = _as_two_ranks(tmp_path, "hf.py", HF_TRAINER, HF_HUB_OFFLINE="1")
+    assert all(status in (0, *ABORTED_AT_EXIT) for status, _, _ in ended), [err[-2000:] for _, _, err in ended]
     ranks = [json.loads((tmp_path / f"rank{rank}.json").read_text()) for rank in range(2)]
     for rank in ranks:
         [[code, step, message]] = rank["events"]
@@ -496,14 +493,6 @@ if rank == 0:
 def test_a_watch_on_rank_zero_alone_does_not_wait_for_the_others(tmp_path):
     """`torchlint.watch(model, optimizer)` is per rank unless ranks=True: on rank 0 only, it must not
     make the group or start the exchange that every rank takes part in."""
-    from torchlint.runtime.spawn import _environment, _free_port
-
-    (tmp_path / "train.py").write_text(RANK_ZERO_ONLY)
-    port = _free_port()
-    children = [subprocess.Popen([sys.executable, "train.py"], cwd=tmp_path, stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE, text=True,
-                                 env={**_environment(rank, 2, port), "PYTHONPATH": str(ROOT / "src")})
-                for rank in range(2)]
-    outputs = [child.communicate(timeout=120) for child in children]
-    assert all(child.returncode in (0, *ABORTED_AT_EXIT) for child in children), outputs
+    ended = _as_two_ranks(tmp_path, "train.py", RANK_ZERO_ONLY)
+    assert all(status in (0, *ABORTED_AT_EXIT) for status, _, _ in ended), ended
     assert (tmp_path / "rank0.steps").read_text() == "4"

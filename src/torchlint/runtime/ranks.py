@@ -4,8 +4,8 @@ Once the program has a default process group of two or more ranks, each step's c
 all-reduce of a small table over a gloo group of torchlint's own: so it never pairs with one of
 the program's collectives (a DDP bucket that one rank never launched, say), and on GPUs it reads
 nothing from the device (the step's values were read by the step's one sync already). Each rank
-fills its row: whether an event fired there (and how early in causal order), its loss, gradient
-norm and parameter norm. A rank that found something first leaves its events in the process
+fills its row: whether an event fired there (and how early in causal order), its loss and its
+parameter norm. A rank that found something first leaves its events in the process
 group's key-value store, so nothing else is collective.
 
 The all-reduce is finished where every rank runs the same code: at the next outermost forward
@@ -38,7 +38,7 @@ from torchlint.runtime.wrappers import is_ddp
 
 DRIFT = 1e-5  # relative spread of the parameter norms across ranks that is not rounding
 ORIGIN_CODES = (NON_FINITE_PARAMETER.code, NON_FINITE_FORWARD.code)  # a rank's own cause, not an all-reduced effect
-LOSS, GRAD, PARAM, ORDER = 1, 2, 3, 0  # columns of a row
+ORDER, LOSS, PARAM = 0, 1, 2  # columns of a row
 
 
 def world() -> tuple[int, int] | None:
@@ -222,7 +222,7 @@ class RankState:
         new = watch.events[before:]
         if new:
             self.ranks.publish(stats.step, new)
-        row = [order(new), stats.loss, stats.grad_norm, math.nan if stats.param_norm is None else stats.param_norm]
+        row = [order(new), stats.loss, math.nan if stats.param_norm is None else stats.param_norm]
         self._pending = (self.ranks.start(row), stats.step)
         self.agreed_through = stats.step - 1
 

@@ -41,20 +41,24 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
-def _environment(rank: int, count: int, port: int) -> dict[str, str]:
-    env = dict(os.environ)
-    env.setdefault("OMP_NUM_THREADS", "1")  # as torchrun: N ranks must not each take every core
-    env.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(count), LOCAL_WORLD_SIZE=str(count),
-               GROUP_RANK="0", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
-    return env
+def rank_environments(count: int) -> list[dict[str, str]]:
+    """The environment of each of `count` ranks on this machine, as torchrun gives it (one free port)."""
+    port = _free_port()
+    envs = []
+    for rank in range(count):
+        env = dict(os.environ)
+        env.setdefault("OMP_NUM_THREADS", "1")  # as torchrun: N ranks must not each take every core
+        env.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(count), LOCAL_WORLD_SIZE=str(count),
+                   GROUP_RANK="0", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+        envs.append(env)
+    return envs
 
 
 def spawn_ranks(count: int, run_argv: list[str]) -> int:
     """Run `torchlint run *run_argv` as `count` ranks; the combined exit status."""
-    port = _free_port()
     command = [sys.executable, "-m", "torchlint", "run"]
-    children = [subprocess.Popen([*command, *(["--no-progress"] if rank else []), *run_argv],
-                                 env=_environment(rank, count, port)) for rank in range(count)]
+    children = [subprocess.Popen([*command, *(["--no-progress"] if rank else []), *run_argv], env=env)
+                for rank, env in enumerate(rank_environments(count))]
     try:
         statuses = _wait(children)
     except KeyboardInterrupt:

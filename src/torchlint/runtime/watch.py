@@ -128,6 +128,7 @@ class Watch(SlowPath):
         self._clearing = GradClearing()
         self._pixels_unchecked = True  # TL912, once per run
         self._dead = DeadUnits()  # TL913, on the steps that measure the parameters
+        self._measuring = True  # whether the coming step reads the parameters (step 1 does)
         self.ranks = RankState(model is None if ranks is None else ranks)  # when every rank watches: see RankState
 
     # -- installation ------------------------------------------------------------------
@@ -223,7 +224,8 @@ class Watch(SlowPath):
                 self._ignoring = not torch.is_grad_enabled()
                 self._rng = None if self._ignoring else replay.rng_state()
             self._stack.append(module)
-            self.ranks.ran.add(id(module))
+            if self.ranks.enabled:
+                self.ranks.ran.add(id(module))
             if self._pixels_unchecked and not self._ignoring and is_image_conv(module):
                 self._pixels_unchecked = False  # the first convolution over images of the first training pass
                 event = raw_pixels_event(module, args, unwrapped(self._stack[0]), self.step + 1)
@@ -276,7 +278,7 @@ class Watch(SlowPath):
                 out.register_hook(lambda grad, c=call: self._keep_grad(c, grad))
                 self._graphs.mark(out, self.step, "output")
         call_index = len(self._calls) - 1 if outermost else len(self._calls)
-        if _measures(self.step + 1, self.snapshot):
+        if self._measuring:
             self._dead.watch(module, output)
         if out is not None and out.is_floating_point() and out.numel():
             self._pending.append(out)  # no detach (an op per module): the check runs under no_grad
@@ -374,7 +376,7 @@ class Watch(SlowPath):
         measured = _measures(self.step, self.snapshot)
         param_norms = norms([p.detach() for p in params], device) if measured else None
         # torch.full, not torch.tensor: a fill kernel, no host-to-device copy (which would sync on CUDA)
-        unknown = torch.full((), math.nan, device=device)
+        unknown = torch.full((), math.nan, device=device) if self._loss is None or not measured else None
         loss = self._loss.float().to(device).reshape(()) if self._loss is not None else unknown
         forward_nan, forward_inf, grad_norm, param_total, loss, *dead = torch.stack(  # the one sync of the step
             [torch.isnan(sums).any().float(), torch.isinf(sums).any().float(), grad_norm,
@@ -414,6 +416,7 @@ class Watch(SlowPath):
             if param_norms is not None:
                 track.param_norms, track.param_total, track.param_step = param_norms, param_total, self.step
             track.last_step = self.step
+            self._measuring = _measures(self.step + 1, self.snapshot)
             track.lrs, track.clipped = lrs, clipped  # what the update about to run uses
             self._sums.clear()
             self._drop_pending()
