@@ -6,6 +6,7 @@ from __future__ import annotations
 import sys
 
 import libcst as cst
+import pytest
 from conftest import ROOT
 
 from torchlint.static import project
@@ -72,9 +73,11 @@ def test_names_calls_and_statements_keep_their_own_objects_and_positions():
     assert shared_spans[id(log)][:2] == (5, 15)
 
 
-def test_real_bug_projects_judged_the_same_with_every_summary_shared(monkeypatch):
+@pytest.mark.parametrize("share_after", [0, 2])
+def test_real_bug_projects_judged_the_same_with_every_summary_shared(monkeypatch, share_after):
     """The multi-file cases of the real-bug corpus, their summaries' trees all shared (as past
-    SHARE_AFTER summaries on a big project): the same findings, line for line."""
+    SHARE_AFTER summaries on a big project; with 2, the first summaries are shared after their
+    walk): the same findings, line for line."""
     cases = [case for case in real_bugs.load_cases() if case.path.is_dir()]
     assert len(cases) >= 5
 
@@ -88,7 +91,7 @@ def test_real_bug_projects_judged_the_same_with_every_summary_shared(monkeypatch
 
     monkeypatch.setattr(project, "SHARE_AFTER", 10**9)
     plain = findings()
-    monkeypatch.setattr(project, "SHARE_AFTER", 0)
+    monkeypatch.setattr(project, "SHARE_AFTER", share_after)
     shared = findings()
     assert shared == plain
     assert any(status == "found" for _, status, _ in plain)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import textwrap
+import tokenize
 
 import libcst as cst
 import pytest
@@ -124,8 +126,10 @@ MODULE = textwrap.dedent('''\
 
 @pytest.fixture(autouse=True)
 def split_everything(monkeypatch):
-    """Every source is split here, whatever its size (PIECE_CHARS alone decides the pieces)."""
+    """Every source is split here, whatever its size (PIECE_CHARS alone decides the pieces); data
+    tables are kept (test_data_tables.py shows them elided)."""
     monkeypatch.setattr(parsing, "SPLIT_CHARS", 0)
+    monkeypatch.setattr(parsing, "without_table", lambda text: None)
 
 
 @pytest.mark.parametrize("piece", [1, 40, 200, 10_000])
@@ -267,3 +271,79 @@ def test_only_the_first_parse_of_a_reusing_block_goes_through_the_cache(monkeypa
         parsing.parse_with_lines(MODULE)
         parsing.parse_with_lines("import os\n")  # a module the document imports: not cached
     assert "import os\n" not in cache.parsed and len(cache.parsed) > 5
+
+
+def test_positions_kept_for_reused_statements_are_those_of_a_fresh_check():
+    """The language server's check after each edit (statements and their located positions reused)
+    reports what a check of the edited text alone reports, position for position."""
+    from conftest import ROOT
+
+    from torchlint.config import Settings
+    from torchlint.static.engine import check_text
+
+    enabled = Settings().enabled()
+    folder = ROOT / "fixtures" / "numerics"
+    source = "\n\n".join(p.read_text() for p in sorted(folder.glob("*.py"))[:12])
+    edits = [
+        lambda text: "import os\n" + text,  # every line moves down
+        lambda text: text.replace("torch.log(", "torch.log1p(", 1),  # a finding goes
+        lambda text: text.replace("\n\n\n", "\n\n\n# a comment\n\n", 3),  # comment lines between statements
+        lambda text: text.replace("    ", "  ", 1),  # a statement indented differently
+        lambda text: text + "\ny = torch.log(torch.softmax(torch.randn(2, 3), 1))\n",  # a finding comes
+    ]
+    cache = parsing.StatementCache()
+
+    def spans(findings):
+        return [(f.code, f.line, f.column, f.end_line, f.end_column) for f in findings]
+
+    for edit in [lambda text: text, *edits]:
+        source = edit(source)
+        with parsing.reusing(cache):
+            reused = check_text(source, "t.py", enabled)
+        assert spans(reused) == spans(check_text(source, "t.py", enabled))
+        assert reused
+    assert cache.spans  # positions were kept
+
+
+def test_statements_found_after_an_edit_are_those_of_a_scan_of_the_new_text():
+    """The language server finds the statements of an edited text by scanning only from the edit to
+    the first statement start in the unchanged end: the same starts, lines and first indented block
+    as a scan of the whole new text, over random edits (including ones that open a bracket or a
+    string, or move the first indented block)."""
+    import random
+
+    from conftest import ROOT
+
+    texts = [p.read_text() for p in sorted((ROOT / "fixtures" / "training").glob("*.py"))[:6]]
+    source = "\n\n".join(texts)
+    pieces = ["x = 1\n", "(", '"""', "    ", "\n", "def f():\n    return 1\n", "@d\n", "else:\n", "#", "]", ""]
+    generator = random.Random(5)
+    checked = 0
+    for _ in range(300):
+        start = generator.randrange(len(source))
+        end = min(len(source), start + generator.choice([0, 0, 1, 5, 40, 400]))
+        edited = source[:start] + generator.choice(pieces) + source[end:]
+        old = parsing.top_level_statements(source)
+        try:
+            expected = parsing.top_level_statements(edited)
+        except (tokenize.TokenError, SyntaxError, parsing._Mismatch):
+            # text Python cannot tokenize (an unbalanced bracket): the statements found may differ,
+            # but the server's parse still gives the error a parse of the whole text gives
+            cache = parsing.StatementCache()
+            with parsing.reusing(cache), contextlib.suppress(cst.ParserSyntaxError):
+                parsing.parse_with_lines(source)  # the kept text may not parse either
+            try:
+                whole = cst.parse_module(edited)
+            except cst.ParserSyntaxError as error:
+                with pytest.raises(cst.ParserSyntaxError) as reused, parsing.reusing(cache):
+                    parsing.parse_with_lines(edited)
+                assert str(reused.value) == str(error)
+            else:
+                with parsing.reusing(cache):
+                    assert _same(whole, parsing.parse_with_lines(edited)[0])
+            continue
+        assert parsing.statements_after_edit(source, old, edited) == expected
+        checked += 1
+        if generator.random() < 0.5:  # keep some edits (that still scan), undo others
+            source = edited
+    assert checked > 150

@@ -22,7 +22,7 @@ from torchlint.static.interpret.context import FileContext
 from torchlint.static.interpret.walker import Walker
 from torchlint.static.locate import locate
 from torchlint.static.nesting import cpython_rejects, might_be_too_deep
-from torchlint.static.parsing import parse_module, parse_with_lines
+from torchlint.static.parsing import parse_module, parse_with_lines, statement_spans
 from torchlint.static.project import PROCESS_PROJECT
 from torchlint.static.rules import STATIC_RULES, Rule
 from torchlint.static.rules.base import DELETE_LINE
@@ -130,7 +130,7 @@ def _check_text(source, path, enabled, options, file, deps) -> list[Finding]:
         if pending.fix is not None:
             targets.extend(node for node, _ in pending.fix.replacements)
         targets.extend(item[0] for item in pending.related if _local(item, path))
-    spans = locate(module, targets, lines)
+    spans = locate(module, targets, lines, statement_spans(module))
     noqa = suppress.LineSuppression(source, source_lines(source))
     findings = []
     seen = set()

@@ -56,9 +56,12 @@ class _Locator(CodegenState):
         self.marks[key] = (start, len(self.tokens))
 
 
-def locate(module: cst.Module, nodes: Iterable[cst.CSTNode], lines: list[int] | None = None) -> dict[int, Span]:
+def locate(module: cst.Module, nodes: Iterable[cst.CSTNode], lines: list[int] | None = None,
+           kept: dict | None = None) -> dict[int, Span]:
     """The span of each of ``nodes`` (by id). ``lines``: the first line of each top-level statement
-    (after its leading comment lines), when known."""
+    (after its leading comment lines), when known. ``kept``: positions found in earlier calls, per
+    statement object (the language server's document, whose unchanged statements are the same
+    objects from one edit to the next): a statement seen before is not written out again."""
     targets = {id(node) for node in nodes}
     if lines is None or len(lines) != len(module.body):
         return _spans(module, module, targets, 1)
@@ -70,10 +73,36 @@ def locate(module: cst.Module, nodes: Iterable[cst.CSTNode], lines: list[int] | 
         found = held(statement, left)
         if found:
             left -= found
-            spans.update(_spans(module, statement, found, line - len(statement.leading_lines)))
+            first = line - len(statement.leading_lines)
+            if kept is None:
+                spans.update(_spans(module, statement, found, first))
+            else:
+                spans.update(_kept_spans(module, statement, found, first, kept))
     if left:  # a node outside the statements' own parts (layout, the module's header): the whole module
         spans.update(_spans(module, module, left, 1))
+    if kept is not None:  # only this text's statements stay
+        current = {id(statement) for statement in module.body}
+        for key in [key for key in kept if key not in current]:
+            del kept[key]
     return spans
+
+
+def _kept_spans(module: cst.Module, statement: cst.CSTNode, found: set[int], first: int,
+                kept: dict) -> dict[int, Span]:
+    """``_spans`` of ``found`` in ``statement``, from ``kept`` where known: positions relative to the
+    statement's first line do not change while the statement object (and the module's layout
+    defaults its code is written with) stays the same."""
+    layout = (module.default_indent, module.default_newline)
+    entry = kept.get(id(statement))
+    if entry is None or entry[0] is not statement or entry[1] != layout:
+        entry = kept[id(statement)] = (statement, layout, {})
+    known = entry[2]
+    missing = found - known.keys()
+    if missing:
+        known.update(_spans(module, statement, missing, 1))
+    shift = first - 1
+    return {key: (line + shift, column, end_line + shift, end_column)
+            for key, (line, column, end_line, end_column) in ((key, known[key]) for key in found)}
 
 
 def _spans(module: cst.Module, root: cst.CSTNode, targets: set[int], first_line: int) -> dict[int, Span]:

@@ -3,8 +3,10 @@
 LibCST's native parser holds about 500 bytes per source character while it parses (measured: 745 MB
 for the 1.4 MB ``common_methods_invocations.py`` of the torch package, whose finished tree holds
 ~40 MB of Python objects). A source over ``SPLIT_CHARS`` is therefore parsed in runs of whole
-top-level statements of at most ``PIECE_CHARS``, and one statement over that whose value is a
-bracketed literal or a call (a 660 kB table of test cases) in runs of its elements; the pieces are joined into one tree equal
+top-level statements of at most ``PIECE_CHARS``; one statement over that is parsed in runs of its
+elements when its value is a bracketed literal or a call (a 660 kB table of test cases), in runs of
+members when it is a class (``class_pieces.py``), and not at all when it is a table of plain literals
+(``data_tables.py``: one unknown name on the same lines). The pieces are joined into one tree equal
 to a whole parse (``tests/test_parsing.py`` compares them). The comment and blank lines that end a
 piece belong to the next piece's first statement, as in a whole parse. Anything unexpected (a
 token error, a piece that does not parse, a count that differs) falls back to one parse of the
@@ -24,13 +26,17 @@ import ctypes
 import ctypes.util
 import io
 import tokenize
+from bisect import bisect_right
 
 import libcst as cst
 
+from torchlint.static.class_pieces import NotSplit, parse_class
+from torchlint.static.data_tables import without_table
+
 PIECE_CHARS = 64_000  # text parsed at once, at most (a longer element or statement is parsed whole)
-# only sources longer than this are split: below it a whole parse peaks under ~130 MB, and finding the
+# only sources longer than this are split: below it a whole parse peaks under ~65 MB, and finding the
 # pieces (a tokenize pass) costs about a tenth of the parse
-SPLIT_CHARS = 256_000
+SPLIT_CHARS = 128_000
 _CONTINUES = frozenset({"elif", "else", "except", "finally"})  # lines that carry on the statement above
 _OPEN = {"(": ")", "[": "]", "{": "}"}
 _COMPOUND = frozenset({"@", "def", "class", "if", "for", "while", "with", "try", "async"})  # not split
@@ -49,9 +55,20 @@ class StatementCache:
 
     def __init__(self) -> None:
         self.parsed: dict[str, list[cst.Module]] = {}  # a tree per occurrence of the text
+        self.module: cst.Module | None = None  # the last tree parsed through it
+        self.spans: dict = {}  # locate.py's positions in its statements, kept while they are reused
+        self.source = ""  # the last text parsed through it, and where its statements start
+        self.found: tuple[list[int], list[int], int | None] | None = None
 
 
 _cache: StatementCache | None = None  # set by `reusing` around a check
+_used: StatementCache | None = None  # the cache the check in the `reusing` block parsed through
+
+
+def statement_spans(module: cst.Module) -> dict | None:
+    """The positions kept for the statements of ``module`` (locate.py's), when ``module`` was
+    parsed through a statement cache in the current `reusing` block; None otherwise."""
+    return _used.spans if _used is not None and _used.module is module else None
 
 
 class reusing:  # noqa: N801 - a context manager: `with reusing(cache):`
@@ -68,8 +85,8 @@ class reusing:  # noqa: N801 - a context manager: `with reusing(cache):`
         return self.cache
 
     def __exit__(self, *exc) -> None:
-        global _cache
-        _cache = None
+        global _cache, _used
+        _cache = _used = None
 
 
 def parse_with_lines(source: str) -> tuple[cst.Module, list[int] | None]:
@@ -99,7 +116,7 @@ class _Mismatch(Exception):
 
 
 def _parse_in_pieces(source: str) -> tuple[cst.Module, list[int] | None]:
-    statements, lines, first_indented = _top_level_statements(source)
+    statements, lines, first_indented = top_level_statements(source)
     pieces = _group(statements, source)
     modules = []
     for start, end in pieces:
@@ -112,7 +129,12 @@ def _parse_through(source: str, cache: StatementCache) -> tuple[cst.Module, list
     """One piece per top-level statement: a statement whose text the last source also had is not
     parsed again (LibCST's nodes are immutable, so sharing
     them between two trees is safe). The cache keeps this text's statements only."""
-    statements, lines, first_indented = _top_level_statements(source)
+    if cache.found is not None:
+        found = statements_after_edit(cache.source, cache.found, source)
+    else:
+        found = top_level_statements(source)
+    cache.source, cache.found = source, found
+    statements, lines, first_indented = found
     pieces = list(zip([0, *statements[1:]], [*statements[1:], len(source)], strict=True))
     parsed: dict[str, list[cst.Module]] = {}
     modules = []
@@ -124,7 +146,10 @@ def _parse_through(source: str, cache: StatementCache) -> tuple[cst.Module, list
         parsed.setdefault(text, []).append(module)
         modules.append(module)
     cache.parsed = parsed
-    return _joined(modules, pieces, lines, first_indented)
+    module, lines = _joined(modules, pieces, lines, first_indented)
+    global _used
+    cache.module, _used = module, cache
+    return module, lines
 
 
 def _joined(modules: list[cst.Module], pieces: list[tuple[int, int]], lines: list[int],
@@ -147,18 +172,35 @@ def _joined(modules: list[cst.Module], pieces: list[tuple[int, int]], lines: lis
     # the indentation unit is read from the file's first indented block
     holder = first if first_indented is None else next(m for m, (start, end) in zip(modules, pieces, strict=True)
                                                         if start <= first_indented < end)
+    # indentation fields are stored relative to the module's unit: a piece that found another unit
+    # (a file indented by two spaces, then by four) would not mean the same
+    if any(m.default_indent != holder.default_indent and _has_blocks(m) for m in modules):
+        raise _Mismatch
     module = cst.Module(body=tuple(body), header=first.header, footer=last.footer, encoding=first.encoding,
                         default_indent=holder.default_indent, default_newline=first.default_newline,
                         has_trailing_newline=last.has_trailing_newline)
     return module, lines if len(lines) == len(body) else None
 
 
-def _top_level_statements(source: str) -> tuple[list[int], list[int], int | None]:
+def _has_blocks(module: cst.Module) -> bool:
+    return any(isinstance(getattr(statement, "body", None), cst.IndentedBlock) for statement in module.body)
+
+
+def top_level_statements(source: str) -> tuple[list[int], list[int], int | None]:
     """Where each top-level statement starts (offsets of its first line, and that line; a decorated
     definition starts at its first decorator) and where the first indented block is (an offset;
     None: none)."""
-    line_starts = [0]
-    for line in io.StringIO(source):
+    return _scan(source, 0, 1)
+
+
+def _scan(source: str, begin: int, first_line: int, resume=None) -> tuple[list[int], list[int], int | None]:
+    """``top_level_statements`` of ``source[begin:]`` (``begin`` starts a statement, on line
+    ``first_line``), offsets and lines counted from the start of ``source``. ``resume(offset, line,
+    first indented block so far)`` may end the scan at a statement start by returning the starts,
+    lines and first indented block of the rest of the text (found in an earlier scan)."""
+    text = source[begin:] if begin else source
+    line_starts = [begin]
+    for line in io.StringIO(text):
         line_starts.append(line_starts[-1] + len(line))
     starts: list[int] = []
     lines: list[int] = []
@@ -166,7 +208,7 @@ def _top_level_statements(source: str) -> tuple[list[int], list[int], int | None
     depth = 0  # indentation level
     new_line = True  # the next significant token begins a logical line
     decorated = False
-    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+    for token in tokenize.generate_tokens(io.StringIO(text).readline):
         kind = token.type
         if kind == tokenize.INDENT:
             depth += 1
@@ -185,13 +227,64 @@ def _top_level_statements(source: str) -> tuple[list[int], list[int], int | None
                 raise _Mismatch
             continues = kind == tokenize.NAME and token.string in _CONTINUES
             if not continues and not decorated:
-                starts.append(line_starts[line - 1])
-                lines.append(line)
+                offset = line_starts[line - 1]
+                rest = resume(offset, line + first_line - 1, first_indented) if resume and starts else None
+                if rest is not None:
+                    more_starts, more_lines, indented = rest
+                    return starts + more_starts, lines + more_lines, first_indented if first_indented is not None else indented
+                starts.append(offset)
+                lines.append(line + first_line - 1)
             decorated = token.string == "@"
         new_line = False
-    if not starts:
+    if not starts and not begin:
         raise _Mismatch
     return starts, lines, first_indented
+
+
+def statements_after_edit(old: str, found: tuple[list[int], list[int], int | None],
+                          new: str) -> tuple[list[int], list[int], int | None]:
+    """``top_level_statements(new)`` from ``found``, those of the text ``old``: the text is scanned
+    only from the last statement that starts before the first changed character, up to the first
+    statement start inside the unchanged end, where the old starts take over."""
+    starts, lines, first_indented = found
+    if not starts:
+        return top_level_statements(new)
+    prefix = _common(old, new, lambda text, n: text[:n])
+    suffix = min(_common(old, new, lambda text, n: text[len(text) - n:]), min(len(old), len(new)) - prefix)
+    delta = len(new) - len(old)
+    index = bisect_right(starts, prefix) - 1
+    if index <= 0:
+        return top_level_statements(new)
+    begin = starts[index]
+    unchanged_from = len(new) - suffix  # in new
+    old_index = {offset: i for i, offset in enumerate(starts)}
+
+    def resume(offset: int, line: int, indented_so_far: int | None):
+        i = old_index.get(offset - delta)
+        if offset < unchanged_from or i is None:
+            return None
+        if indented_so_far is None and first_indented is not None and begin <= first_indented < starts[i]:
+            return None  # the first indented block was in the changed part: scan on to find the next
+        shift = line - lines[i]
+        indented = first_indented + delta if first_indented is not None and first_indented >= starts[i] else None
+        return [s + delta for s in starts[i:]], [n + shift for n in lines[i:]], indented
+
+    after = _scan(new, begin, lines[index], resume)
+    indented = first_indented if first_indented is not None and first_indented < begin else after[2]
+    return starts[:index] + after[0], lines[:index] + after[1], indented
+
+
+def _common(a: str, b: str, part) -> int:
+    """The length of the longest prefix (or suffix: ``part``) two texts share (binary search over
+    slice comparisons, which run in C)."""
+    low, high = 0, min(len(a), len(b))
+    while low < high:
+        middle = (low + high + 1) // 2
+        if part(a, middle) == part(b, middle):
+            low = middle
+        else:
+            high = middle - 1
+    return low
 
 
 def _group(starts: list[int], source: str) -> list[tuple[int, int]]:
@@ -210,8 +303,16 @@ def _group(starts: list[int], source: str) -> list[tuple[int, int]]:
 
 
 def _parse_statement(text: str) -> cst.Module:
-    """One big top-level statement (with the comment lines after it), as a module; a bracketed
-    literal or call that is its value is parsed in runs of elements."""
+    """One big top-level statement (with the comment lines after it), as a module: a literal data
+    table as one unknown name (data_tables.py), a class in runs of members (class_pieces.py), a
+    bracketed literal or call that is its value in runs of elements."""
+    elided = without_table(text)
+    if elided is not None:
+        return cst.parse_module(elided)
+    try:
+        return parse_class(text, PIECE_CHARS)
+    except (tokenize.TokenError, SyntaxError, cst.ParserSyntaxError, NotSplit):
+        pass
     try:
         return _parse_elements(text)
     except (tokenize.TokenError, SyntaxError, cst.ParserSyntaxError, _Mismatch):

@@ -42,8 +42,9 @@ from torchlint.static.parsing import parse_module
 ROOT_MARKERS = ("pyproject.toml", "setup.cfg", "setup.py", ".git")
 MAX_MODULE_BYTES = 2_000_000  # generated files are not summarised
 MAX_SUMMARIES = 256  # summaries kept per process: bounds memory on big trees (the torch package)
-# past this many summaries their trees' tokens are shared (compact.py): the torch package peaks at 551
-# MB instead of 693, at ~40% of a parse per such summary, a cost small projects do not pay
+# past this many summaries every held tree's tokens are shared (compact.py), those held before included
+# (the first ones, the closure of a package's ``__init__``, are used throughout): at ~40% of a parse per
+# summary, a cost small projects do not pay
 SHARE_AFTER = 64
 
 
@@ -73,6 +74,7 @@ class Summary:
     calls_out: dict = field(default_factory=dict)  # module path -> qualname -> the calls it makes there
     fp16: Any = None  # the call that autocasts to float16, builds a GradScaler or makes a model .half()
     seeding: Any = None  # seeding.SeedingUse: the global generators it seeds and draws from
+    shared: bool = False  # its tree's tokens are shared (compact.share_tokens)
     _fingerprints: dict[str, str] | None = None
 
     def fingerprints(self) -> dict[str, str]:
@@ -157,11 +159,21 @@ class Project:
         self.summaries[token] = result
         if result is not None:
             self.latest[str(path)] = result
+        if len(self.summaries) >= SHARE_AFTER:
+            self._share_held()
         while len(self.summaries) > MAX_SUMMARIES:
             (old, _, _), dropped = self.summaries.popitem(last=False)
             if dropped is not None and self.latest.get(old) is dropped:
                 del self.latest[old]
         return result
+
+    def _share_held(self) -> None:
+        """Share the tokens of the held trees not shared yet (tokens are never what the analysis
+        points at: sharing them after the walk changes nothing it found)."""
+        for summary in self.summaries.values():
+            if summary is not None and not summary.shared and summary.module is not None:
+                share_tokens(summary.module)
+                summary.shared = True
 
     def _summarise(self, path: Path) -> Summary | None:
         from torchlint.static.interpret import checkpoints
@@ -176,7 +188,8 @@ class Project:
             data = path.read_bytes()
             text = decode_source(data).text
             module = parse_module(text)
-            if len(self.summaries) >= SHARE_AFTER:  # held while the summary is: kept small on big trees
+            shared = len(self.summaries) >= SHARE_AFTER  # held while the summary is: kept small on big trees
+            if shared:
                 module = share_tokens(module)
         except (OSError, SourceError, cst.ParserSyntaxError, RecursionError, MemoryError, ValueError):
             return None
@@ -195,7 +208,7 @@ class Project:
         deps[str(path)] = content_key(data)
         return Summary(path, deps[str(path)], dict(walker.frame.env), deps, module=module, checkpoints=saved,
                        loaders=loader_uses(ctx), calls_out=sites.foreign, fp16=fp16_evidence(ctx),
-                       seeding=seeding_use(ctx))
+                       seeding=seeding_use(ctx), shared=shared)
 
     def module_of(self, path: str) -> cst.Module | None:
         """The syntax tree a summarised module was read from (for positions in it)."""
