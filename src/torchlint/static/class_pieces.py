@@ -21,7 +21,8 @@ import tokenize
 
 import libcst as cst
 
-_CONTINUES = frozenset({"elif", "else", "except", "finally"})
+from torchlint.static.token_kinds import CONTINUES
+
 _IGNORED = frozenset({tokenize.NL, tokenize.COMMENT, tokenize.ENDMARKER})
 
 
@@ -133,7 +134,7 @@ def _members(prefix: str, text: str, depth: int) -> tuple[str, str, list[int], i
         if member_indent is None and level == depth and token.string == "class":
             is_class = True
         if new_line and level == depth + 1 and member_indent is not None:
-            if not (kind == tokenize.NAME and token.string in _CONTINUES) and not decorated:
+            if not (kind == tokenize.NAME and token.string in CONTINUES) and not decorated:
                 count += 1
                 between = text[line_end:offset - token.start[1]]
                 if _plain_gap(between, member_indent):

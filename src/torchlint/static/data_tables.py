@@ -20,10 +20,10 @@ import io
 import keyword
 import tokenize
 
+from torchlint.static.token_kinds import BRACKETS, CLOSING, LAYOUT
+
 ELIDED = "_data_table"
-_CLOSE = {"(": ")", "[": "]", "{": "}"}
-_NOISE = frozenset({tokenize.NL, tokenize.COMMENT, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT,
-                    tokenize.ENDMARKER})
+_NOISE = LAYOUT | {tokenize.ENDMARKER}
 _CONSTANTS = frozenset({"True", "False", "None"})
 MAX_DEPTH = 64  # nesting past this is not a table we recognise
 
@@ -46,18 +46,19 @@ def without_table(statement: str) -> str | None:
 
 def table_span(statement: str) -> tuple[int, int] | None:
     """For ``NAME [: annotation] = <literal display>`` followed by nothing but comments: the offsets of
-    the display's opening and closing brackets; None for anything else."""
+    the display's opening and closing brackets; None for anything else. Other statements (a class, a
+    call) are told apart at their first tokens, before the rest is tokenized."""
+    stream = (t for t in tokenize.generate_tokens(io.StringIO(statement).readline) if t.type not in _NOISE)
     try:
-        tokens = [t for t in tokenize.generate_tokens(io.StringIO(statement).readline) if t.type not in _NOISE]
+        tokens = _up_to_the_value(stream)
+        if tokens is None:
+            return None
+        equals = len(tokens) - 2  # the `=`: the display opens right after it
+        tokens.extend(stream)
     except (tokenize.TokenError, SyntaxError):
         return None
-    if len(tokens) < 4 or tokens[0].type != tokenize.NAME or keyword.iskeyword(tokens[0].string):
-        return None
-    equals = _top_level_equals(tokens)
-    if equals is None or equals + 1 >= len(tokens) or tokens[equals + 1].string not in _CLOSE:
-        return None
     end = _literal(tokens, equals + 1, 0)
-    if end != len(tokens) - 1 or tokens[end].string != _CLOSE[tokens[equals + 1].string]:
+    if end != len(tokens) - 1 or tokens[end].string != BRACKETS[tokens[equals + 1].string]:
         return None  # not a literal, or something follows it
     line_starts = [0]
     for line in io.StringIO(statement):
@@ -69,16 +70,21 @@ def table_span(statement: str) -> tuple[int, int] | None:
     return offset(tokens[equals + 1]), offset(tokens[end])
 
 
-def _top_level_equals(tokens: list[tokenize.TokenInfo]) -> int | None:
-    """The index of the one `=` outside brackets (an annotation may hold brackets before it)."""
+def _up_to_the_value(stream) -> list[tokenize.TokenInfo] | None:
+    """The tokens of ``NAME ... =`` and the bracket after the one `=` outside brackets (an
+    annotation may hold brackets before it); None when the statement does not start that way."""
+    tokens: list[tokenize.TokenInfo] = []
     depth = 0
-    for index, token in enumerate(tokens):
-        if token.string in _CLOSE:
+    for token in stream:
+        tokens.append(token)
+        if len(tokens) == 1 and (token.type != tokenize.NAME or keyword.iskeyword(token.string)):
+            return None
+        if len(tokens) > 1 and tokens[-2].string == "=" and depth == 0:
+            return tokens if token.string in BRACKETS else None
+        if token.string in BRACKETS:
             depth += 1
-        elif token.string in (")", "]", "}"):
+        elif token.string in CLOSING:
             depth -= 1
-        elif token.string == "=" and depth == 0:
-            return index
     return None
 
 
@@ -105,7 +111,7 @@ def _literal(tokens: list[tokenize.TokenInfo], index: int, depth: int) -> int | 
                and tokens[index + 2].type == tokenize.NAME and not keyword.iskeyword(tokens[index + 2].string)):
             index += 2
         return index
-    if token.string in _CLOSE:
+    if token.string in BRACKETS:
         return _elements(tokens, index, depth)
     return None
 
@@ -113,7 +119,7 @@ def _literal(tokens: list[tokenize.TokenInfo], index: int, depth: int) -> int | 
 def _elements(tokens: list[tokenize.TokenInfo], index: int, depth: int) -> int | None:
     """The index of the bracket closing the display opened at ``index`` (entries ``a: b`` only in
     braces, and then in every element or in none)."""
-    closing = _CLOSE[tokens[index].string]
+    closing = BRACKETS[tokens[index].string]
     index += 1
     pairs = None  # a dict's entries or a set's elements, decided by the first element
     while index < len(tokens) and tokens[index].string != closing:

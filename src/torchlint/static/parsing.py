@@ -32,15 +32,13 @@ import libcst as cst
 
 from torchlint.static.class_pieces import NotSplit, parse_class
 from torchlint.static.data_tables import without_table
+from torchlint.static.token_kinds import BRACKETS, CLOSING, CONTINUES, LAYOUT
 
 PIECE_CHARS = 64_000  # text parsed at once, at most (a longer element or statement is parsed whole)
 # only sources longer than this are split: below it a whole parse peaks under ~65 MB, and finding the
 # pieces (a tokenize pass) costs about a tenth of the parse
 SPLIT_CHARS = 128_000
-_CONTINUES = frozenset({"elif", "else", "except", "finally"})  # lines that carry on the statement above
-_OPEN = {"(": ")", "[": "]", "{": "}"}
 _COMPOUND = frozenset({"@", "def", "class", "if", "for", "while", "with", "try", "async"})  # not split
-_SKIPPED = frozenset({tokenize.NL, tokenize.COMMENT, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT})
 
 
 def parse_module(source: str) -> cst.Module:
@@ -225,7 +223,7 @@ def _scan(source: str, begin: int, first_line: int, resume=None) -> tuple[list[i
             line, column = token.start
             if column != 0:
                 raise _Mismatch
-            continues = kind == tokenize.NAME and token.string in _CONTINUES
+            continues = kind == tokenize.NAME and token.string in CONTINUES
             if not continues and not decorated:
                 offset = line_starts[line - 1]
                 rest = resume(offset, line + first_line - 1, first_indented) if resume and starts else None
@@ -388,7 +386,7 @@ def _element_starts(text: str) -> tuple[str, list[int]] | None:
     last = None
     first = True
     for token in tokenize.generate_tokens(io.StringIO(text).readline):
-        if token.type in _SKIPPED or token.type == tokenize.ENDMARKER:
+        if token.type in LAYOUT or token.type == tokenize.ENDMARKER:
             if token.type == tokenize.NEWLINE:
                 break
             continue
@@ -397,11 +395,11 @@ def _element_starts(text: str) -> tuple[str, list[int]] | None:
         if first and string in _COMPOUND:
             return None
         first = False
-        closing = token.type == tokenize.OP and string in (")", "]", "}")
+        closing = token.type == tokenize.OP and string in CLOSING
         if opened is not None and len(stack) == 1 and expect_element and not closing:
             opened[1].append(offset)
             expect_element = False
-        if token.type == tokenize.OP and string in _OPEN:
+        if token.type == tokenize.OP and string in BRACKETS:
             if not stack:
                 opened = (string, [])
                 expect_element = True
