@@ -3,7 +3,12 @@
 For a few small models, the training memory `torchlint trace --dims` predicts (weights + gradients
 + AdamW state + activations saved for backward) is compared with the peak of live tensor storage
 measured during one real AdamW step (after a warm-up step, so the optimizer state exists), and the
-forward FLOPs with torch's FlopCounterMode on real tensors. The loss is ``out.pow(2).mean()``. Usage: python bench/bench_trace_cost.py
+forward FLOPs with torch's FlopCounterMode on real tensors. The loss is ``out.pow(2).mean()``. With
+``--device cuda`` the measured peak is the weights and optimizer state plus the step's rise of CUDA's
+own `torch.cuda.max_memory_allocated` over what was allocated before it (the caching allocator's
+blocks, rounded to 512 bytes; cuBLAS workspaces made by the warm-up step are left out).
+
+    python bench/bench_trace_cost.py [--device cpu|cuda]
 """
 
 from __future__ import annotations
@@ -36,13 +41,14 @@ CASES = [  # target, constructor kwargs, input spec, dims, real input maker
 ]
 
 
-def measured(model: torch.nn.Module, make_input) -> tuple[int, int]:
+def measured(model: torch.nn.Module, make_input, device: str = "cpu") -> tuple[int, int]:
     """Peak live bytes of one AdamW step after a warm-up step, and the forward FLOPs."""
+    model = model.to(device)
     optimizer = torch.optim.AdamW(model.parameters(), foreach=False)
 
     def step():
         optimizer.zero_grad(set_to_none=True)
-        out = model(make_input())
+        out = model(make_input().to(device))
         out.float().pow(2).mean().backward()
         optimizer.step()
 
@@ -51,13 +57,24 @@ def measured(model: torch.nn.Module, make_input) -> tuple[int, int]:
     resident = sum(t.untyped_storage().nbytes() for t in [*model.parameters(), *model.buffers()])
     resident += sum(v.untyped_storage().nbytes() for state in optimizer.state.values() for v in state.values()
                     if isinstance(v, torch.Tensor) and v.dim() > 0)
+    if device == "cuda":  # the step's own rise over what stays allocated (weights, state, cuBLAS workspaces)
+        torch.cuda.synchronize()
+        before = torch.cuda.memory_allocated()
+        torch.cuda.reset_peak_memory_stats()
+        step()
+        torch.cuda.synchronize()
+        return resident + torch.cuda.max_memory_allocated() - before, _flops(model, make_input, device)
     with LiveStorage(resident) as live:
         step()
+    return live.peak, _flops(model, make_input, device)
+
+
+def _flops(model: torch.nn.Module, make_input, device: str) -> int:
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     with sdpa_kernel(SDPBackend.MATH), FlopCounterMode(display=False) as counter:  # CPU flash attention
-        model(make_input())  # has no FLOP formula in torch; the math kernel's matmuls are the same count
-    return live.peak, counter.get_total_flops()
+        model(make_input().to(device))  # has no FLOP formula in torch; the math kernel's matmuls are the same count
+    return counter.get_total_flops()
 
 
 def predicted(target_text: str, kwargs: str | None, spec: str, dims: dict[str, int]):
@@ -74,12 +91,18 @@ def predicted(target_text: str, kwargs: str | None, spec: str, dims: dict[str, i
 
 
 def main() -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", choices=("cpu", "cuda"), default="cpu")
+    device = parser.parse_args().device
     torch.manual_seed(0)
+    print(f"measured on {torch.cuda.get_device_name() if device == 'cuda' else 'cpu'}")
     print(f"{'model':44} {'sum':>9} {'peak':>9} {'measured':>9} {'sum/m':>6} {'peak/m':>6}  "
           f"{'FLOPs pred':>10} {'FLOPs real':>10}")
     for target_text, kwargs, spec, dims, make_input in CASES:
         memory, peak_predicted, flops = predicted(target_text, kwargs, spec, dims)
-        peak, real_flops = measured(real_model(target_text, kwargs), make_input)
+        peak, real_flops = measured(real_model(target_text, kwargs), make_input, device)
         label = f"{Path(target_text).stem} {_short(kwargs)} {dims}"[:44]
         mib = 2**20
         print(f"{label:44} {memory / mib:7.1f}Mi {peak_predicted / mib:7.1f}Mi {peak / mib:7.1f}Mi "

@@ -94,6 +94,83 @@ def test_cuda_memory_growth_uses_the_allocator():
             out = model(torch.randn(512, 1024, device="cuda"))
             out.pow(2).mean().backward()
             optimizer.step()
-            kept.append(out)  # 2 MiB of activations (and their graph) kept per step
+            kept.append(out.detach().clone())  # 2 MiB kept per step, without a graph: only the allocator sees it
     [event] = watcher.events
     assert event.code == "TL904" and "allocated CUDA memory grew" in event.message
+
+
+def test_cuda_outputs_kept_with_their_graphs_are_found_exactly():
+    torch.manual_seed(0)
+    model = torch.nn.Linear(1024, 1024).cuda()
+    optimizer = torch.optim.SGD(model.parameters(), lr=1e-4)
+    kept = []
+    with torchlint.watch(model, optimizer) as watcher:
+        for _ in range(10):
+            optimizer.zero_grad()
+            out = model(torch.randn(512, 1024, device="cuda"))
+            out.pow(2).mean().backward()
+            optimizer.step()
+            kept.append(out)  # each step's output and its graph
+    [event] = watcher.events
+    assert (event.code, event.step) == ("TL908", 5)
+
+
+class _LogNet(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(64, 64)
+        self.out = torch.nn.Linear(64, 1)
+
+    def forward(self, x):
+        return self.out(torch.log(x.abs().sum(-1, keepdim=True)) * self.fc(x))  # -inf at a zero row
+
+
+@pytest.mark.parametrize("mode", ["default", "reduce-overhead"])  # reduce-overhead: CUDA graphs
+def test_a_compiled_model_on_cuda_is_watched_and_its_nan_named_by_an_eager_replay(mode):
+    torch.manual_seed(0)
+    model = torch.compile(_LogNet().cuda(), mode=mode)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    with torchlint.watch(model, optimizer) as watcher:
+        for step in range(8):
+            x = torch.randn(32, 64, device="cuda")
+            if step == 5:
+                x[3] = 0
+            optimizer.zero_grad()
+            model(x).pow(2).mean().backward()
+            optimizer.step()
+    [event] = watcher.events
+    assert (event.code, event.step, event.module, event.op, event.line) == ("TL901", 6, "<model>", "log", 125)
+
+
+def test_a_busy_gpu_is_read_one_step_late_and_the_op_still_named():
+    """The host queues a long kernel before each optimizer step, so the GPU is still busy when the
+    step's check is made: it is read when the next step begins, and judged with the weights it
+    started from (the update has run by then)."""
+    torch.manual_seed(0)
+    model = _LogNet().cuda()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    with torchlint.watch(model, optimizer) as watcher:
+        for step in range(8):
+            x = torch.randn(32, 64, device="cuda")
+            if step == 5:
+                x[3] = 0
+            optimizer.zero_grad()
+            model(x).pow(2).mean().backward()
+            torch.cuda._sleep(20_000_000)  # about 10 ms of GPU time
+            optimizer.step()
+    [event] = watcher.events
+    assert (event.code, event.step, event.module, event.op, event.line) == ("TL901", 6, "<model>", "log", 125)
+    assert watcher.read_late == 8
+
+
+def test_sync_reads_every_step_at_its_own_step():
+    torch.manual_seed(0)
+    model = _LogNet().cuda()
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    with torchlint.watch(model, optimizer, sync=True) as watcher:
+        for _ in range(3):
+            optimizer.zero_grad()
+            model(torch.randn(32, 64, device="cuda")).pow(2).mean().backward()
+            torch.cuda._sleep(20_000_000)
+            optimizer.step()
+    assert watcher.read_late == 0 and watcher.events == []

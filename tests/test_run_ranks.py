@@ -405,7 +405,7 @@ def test_the_lightning_callback_stops_every_ddp_rank_at_the_same_step(tmp_path):
     for rank in ranks:
         [[code, step, message]] = rank["events"]
         assert (rank["step"], code, step) == (5, "TL901", 4)  # found at step 4; agreed, every rank stops after 5
-        assert message.startswith("rank 1 of 2: step 4: the loss is inf while every module's output is finite: "
+        assert message.startswith("rank 1 of 2: step 4: the loss is inf while the model's output is finite: "
                                   "torch.log at fit.py:20")
     assert done.stderr.count("TL901 non-finite-forward at step 4") == 1  # printed on rank zero only
 

@@ -100,7 +100,7 @@ def test_lightning_nan_in_the_loss_stops_the_fit_with_the_op_and_line(tmp_path):
     _, watched = _both(tmp_path, LIGHTNING, "bad")
     assert watched.returncode == 1
     assert "fit done" not in watched.stdout
-    assert ("train.py:20: TL901 non-finite-forward: step 1: the loss is nan while every module's output is finite: "
+    assert ("train.py:20: TL901 non-finite-forward: step 1: the loss is nan while the model's output is finite: "
             "torch.log at train.py:20, between the model's output and the loss, made it from finite inputs") in watched.stdout
 
 

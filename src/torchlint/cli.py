@@ -110,6 +110,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--snapshot", action="store_true", help="keep each step's starting state (parameters, gradients, "
                      "optimizer state) to replay an update that leaves NaN parameters op by op (TL906); costs a copy "
                      "per step")
+    run.add_argument("--sync", action="store_true", help="on a GPU, read every step's check at its own step (the "
+                     "host waits for the GPU once per step); by default a step the GPU is still busy with is read "
+                     "when the next one begins")
     run.add_argument("--no-progress", action="store_true", help="no progress line on stderr (it is shown only on "
                      "a terminal, and never when CI is set)")
 

@@ -45,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
             specs, assumed = infer_inputs(target.model)
             target.notes.append(f"no --input given; assumed {assumed}")
         report = run_model(target, specs, args.steps, args.loss, args.optimizer, args.lr, args.device,
-                           args.explode_factor, on_step=progress, snapshot=args.snapshot)
+                           args.explode_factor, on_step=progress, snapshot=args.snapshot, sync=args.sync)
         if args.repro:
             from torchlint.runtime.run import check_repro
 
@@ -90,7 +90,7 @@ def _run_script(args: argparse.Namespace) -> int:
     progress = Progress(total=args.max_steps) if not args.no_progress and os.environ.get("RANK", "0") == "0" else None
     try:
         report, outcome = run_script(program, args.max_steps, args.explode_factor, on_step=progress,
-                                     snapshot=args.snapshot)
+                                     snapshot=args.snapshot, sync=args.sync)
     finally:
         if progress is not None:
             progress.close()

@@ -1,7 +1,7 @@
 """Exact checks of the training loop's bookkeeping, without thresholds and without a device sync.
 
 Graphs kept alive (confirms TL402): every `backward()` hangs a tiny marker object on its loss's
-autograd node, and every outermost module call on its output's node (`grad_fn.register_hook`, a no-op hook). The node, and so the marker, lives as long
+autograd node, and every outermost module call on its output's node (`grad_fn.register_prehook`). The node, and so the marker, lives as long
 as something references the graph; a weak reference to the marker tells whether the graph of
 step N is still alive at step N+k, whatever the number of MiB it holds.
 
@@ -26,11 +26,17 @@ CLEARING_CHECKS = 3  # steps on which the clearing is checked
 
 
 class _Marker:
-    """The no-op hook whose lifetime is that of the autograd node it hangs on."""
+    """A pre-hook on an autograd node whose lifetime is that of the node. `keep`, if given, is handed
+    the gradient that reaches the node's output `index` (the model output's upstream gradient)."""
 
-    __slots__ = ("__weakref__",)
+    __slots__ = ("__weakref__", "keep", "index")
 
-    def __call__(self, *args) -> None:
+    def __init__(self, keep=None, index: int = 0) -> None:
+        self.keep, self.index = keep, index
+
+    def __call__(self, grad_outputs) -> None:
+        if self.keep is not None and self.index < len(grad_outputs) and grad_outputs[self.index] is not None:
+            self.keep(grad_outputs[self.index])
         return None
 
 
@@ -38,19 +44,28 @@ class GraphTracker:
     def __init__(self) -> None:
         self._markers: deque[tuple[int, str, weakref.ref]] = deque(maxlen=KEPT_MARKERS)
 
-    def mark(self, tensor, step: int, what: str = "loss") -> None:
-        """Follow the graph of a loss (at its backward) or of a model's output (as it is made)."""
+    def mark(self, tensor, step: int, what: str = "loss", keep=None) -> None:
+        """Follow the graph of a loss (at its backward) or of a model's output (as it is made); `keep`
+        receives the gradient that reaches the tensor (one C++ hook does both)."""
         node = tensor.grad_fn
         if node is None:
             return
-        marker = _Marker()
-        node.register_hook(marker)
+        marker = _Marker(keep, tensor.output_nr)
+        node.register_prehook(marker)
         self._markers.append((step + 1, what, weakref.ref(marker)))  # the step it belongs to
 
     def kept_alive(self, step: int) -> tuple[list[int], set[str]]:
         """The steps whose graphs (of losses, of model outputs: `what`) are still alive although
         `OLD_AFTER` steps have passed, when at least `ALIVE_TO_REPORT` steps have one (else [])."""
-        old = [(s, what) for s, what, ref in self._markers if s <= step - OLD_AFTER and ref() is not None]
+        markers = self._markers
+        while markers and markers[0][2]() is None:  # the graphs freed in time, oldest first: forgotten
+            markers.popleft()
+        old = []
+        for s, what, ref in markers:  # in step order
+            if s > step - OLD_AFTER:
+                break
+            if ref() is not None:
+                old.append((s, what))
         alive = sorted({s for s, _ in old})
         return (alive, {what for _, what in old}) if len(alive) >= ALIVE_TO_REPORT else ([], set())
 

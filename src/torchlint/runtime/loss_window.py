@@ -3,8 +3,8 @@
 A `TorchFunctionMode` is pushed when an outermost forward call returns (with gradients on) and
 popped at the next forward call, at `backward()` and at the optimizer step: only the few ops that
 make the loss (`F.cross_entropy`, `torch.log(out - 100)`, `.mean()`) pass through it. It records
-each op's name, output, floating-point inputs and the user's line: references and Python only, no
-kernel and no sync. When a step's loss is non-finite while every module's output is finite, the
+each op's name, output, arguments and the user's line: references and Python only, no kernel and
+no sync. When a step's loss is non-finite while the model's output is finite, the
 slow path looks through these records for the first op that made NaN/Inf from finite inputs. The
 outputs kept are bounded by a byte budget and released at each step.
 """
@@ -26,7 +26,7 @@ class LossWindow(TorchFunctionMode):
     def __init__(self, budget: int = BUDGET) -> None:
         super().__init__()
         self.budget = budget
-        self.records: list[tuple[str, torch.Tensor, list[torch.Tensor], str | None, int | None]] = []
+        self.records: list[tuple[str, torch.Tensor, tuple, str | None, int | None]] = []
         self.used = 0
         self.full = False  # some ops were not recorded for lack of budget
         self.listening = False
@@ -41,13 +41,13 @@ class LossWindow(TorchFunctionMode):
         return result
 
     def _record(self, name: str, result: torch.Tensor, args, kwargs) -> None:
+        """References only: the inputs are sorted out on the slow path, when a step needs them."""
         size = result.numel() * result.element_size()
         if self.used + size > self.budget:
             self.full = True
             return
         self.used += size
-        inputs = [t.detach() for t in replay._floats((*args, *(kwargs or {}).values()))]
-        self.records.append((name, result.detach(), inputs, *replay.user_frame()))
+        self.records.append((name, result.detach(), (*args, *(kwargs or {}).values()), *replay.user_frame()))
 
     def open(self) -> None:
         if not self._pushed:
@@ -62,6 +62,15 @@ class LossWindow(TorchFunctionMode):
             self.__exit__(None, None, None)
             self._pushed = False
 
+    def take(self) -> tuple:
+        """The step's records, handed over (to be judged one step late); the window starts empty."""
+        taken = (self.records, self.used, self.full)
+        self.records, self.used, self.full = [], 0, False
+        return taken
+
+    def put(self, taken: tuple) -> None:
+        self.records, self.used, self.full = taken
+
     def clear(self) -> None:
         self.records.clear()
         self.used = 0
@@ -70,8 +79,9 @@ class LossWindow(TorchFunctionMode):
     def first_non_finite(self):
         """(op, file, line, stats) of the first recorded op whose inputs are finite and whose output
         is not, or None."""
-        for record in self.records:
-            name, output, inputs, file, line = record
+        for name, output, arguments, file, line in self.records:
+            inputs = [t.detach() for t in replay._floats(arguments)]
+            record = (name, output, inputs, file, line)
             if name.endswith("_") and not name.endswith("__"):  # in place: its first input is the output
                 inputs = inputs[1:]
             if not torch.isfinite(output).all() and all(torch.isfinite(i).all() for i in inputs):

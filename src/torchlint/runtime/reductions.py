@@ -24,17 +24,85 @@ def installed(path: str) -> bool:
     return bool(stdlib) and os.path.abspath(path).startswith(stdlib + os.sep)
 
 
-FUSED_ON_CPU = False  # tests set it to run the GPU's fused check on CPU
+FUSED_ON_CPU = False  # tests set it to run the GPU's check on CPU
+LATE_ON_CPU = False  # tests set it to read checks one step late on CPU, as on a busy GPU
+MAX_OUTPUTS = 8  # floating-point tensors of one outermost call's output that are checked
+
+
+def float_outputs(output) -> list[torch.Tensor]:
+    """The non-empty floating-point tensors of a model's output: the tensor itself, or those of a
+    tuple, a list or a dict (a Hugging Face ModelOutput), one level down, at most MAX_OUTPUTS."""
+    if isinstance(output, torch.Tensor):
+        items = (output,)
+    elif isinstance(output, (tuple, list)):
+        items = output
+    elif isinstance(output, dict):
+        items = output.values()
+    else:
+        return []
+    found = [t for t in items if isinstance(t, torch.Tensor) and t.is_floating_point() and t.numel()]
+    return found[:MAX_OUTPUTS]
 
 
 def finiteness(tensors: list[torch.Tensor]) -> list[torch.Tensor]:
-    """One value per tensor, finite exactly when the tensor is. On a GPU, their max-abs values by one
-    fused foreach kernel (NaN stays NaN, Inf stays Inf, finite values never overflow): the kernel
-    count does not grow with the number of modules. On CPU, where kernels cost no launch and that
-    fused kernel is 2-16x slower than a sum, one sum per tensor accumulated in float32 (as before)."""
+    """One 0-d value per tensor, finite exactly when the tensor is. On a GPU, the max-abs value (one
+    reduction kernel per tensor; NaN stays NaN, Inf stays Inf, finite values never overflow). On
+    CPU, where that reduction is 2-16x slower than a sum, a sum accumulated in float32 for halves (a
+    sum may overflow: an Inf alone is only reported when it reaches the loss or the gradients)."""
     if tensors[0].device.type != "cpu" or FUSED_ON_CPU:
-        return list(torch._foreach_norm(tensors, float("inf")))
+        return [torch.linalg.vector_norm(t, float("inf")) for t in tensors]
     return [t.sum(dtype=torch.float32) if t.dtype in (torch.float16, torch.bfloat16) else t.sum() for t in tensors]
+
+
+def grad_norm_list(grads: list[torch.Tensor]) -> list[torch.Tensor]:
+    """Each gradient's L2 norm in float32, as 0-d tensors (one foreach kernel on a GPU, no read); of
+    this rank's shards for sharded tensors."""
+    if not grads:
+        return []
+    return list(torch._foreach_norm([local(g) for g in grads], 2, dtype=torch.float32))
+
+
+class Reading:
+    """A step's values on their way to the host: stacked in one kernel (dtypes promoted) and, on a
+    GPU, copied into pinned memory without waiting; `values()` waits only if the copy is not done."""
+
+    def __init__(self, values: list[torch.Tensor], device: torch.device) -> None:
+        self._event = None
+        if not values:
+            self._host = None
+            return
+        try:
+            stacked = torch.stack(values)
+        except RuntimeError:  # on several devices (a model split across GPUs)
+            stacked = torch.stack([v.to(device) for v in values])
+        if stacked.device.type == "cuda":
+            self._host = torch.empty(stacked.shape, dtype=stacked.dtype, pin_memory=True)
+            self._host.copy_(stacked, non_blocking=True)
+            self._event = torch.cuda.Event()
+            self._event.record()
+        else:
+            self._host = stacked
+
+    def ready(self) -> bool:
+        return not LATE_ON_CPU and (self._event is None or self._event.query())
+
+    def values(self) -> list[float]:
+        """The values, after the one wait for the device (none if it is done already)."""
+        if self._host is None:
+            return []
+        if self._event is not None:
+            self._event.synchronize()
+        return self._host.tolist()
+
+
+def device_busy(device: torch.device) -> bool:
+    """Whether the GPU still runs work the program queued (the host is ahead of it): then a step's
+    check is read when the next step begins instead of making the host wait for it now."""
+    if device.type != "cuda":
+        return LATE_ON_CPU
+    event = torch.cuda.Event()
+    event.record()
+    return not event.query()
 
 
 def local(tensor: torch.Tensor) -> torch.Tensor:
@@ -52,8 +120,7 @@ def norms(tensors: list[torch.Tensor], device: torch.device) -> torch.Tensor:
     return torch.stack([n.to(device) for n in torch._foreach_norm(tensors, 2, dtype=torch.float32)])
 
 
-def total_norm(tensors: list[torch.Tensor], device: torch.device) -> torch.Tensor:
-    return torch.linalg.vector_norm(norms(tensors, device))
+_STATM: dict[int, int] = {}  # pid -> an open descriptor of its /proc/self/statm, read again at each step
 
 
 def memory_in_use(device: torch.device) -> int:
@@ -61,10 +128,15 @@ def memory_in_use(device: torch.device) -> int:
     if device.type == "cuda":
         return torch.cuda.memory_allocated(device)
     try:
-        with open("/proc/self/statm") as statm:
-            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+        pid = os.getpid()  # a forked child must not read its parent's
+        if pid not in _STATM:
+            _STATM[pid] = os.open("/proc/self/statm", os.O_RDONLY)
+        return int(os.pread(_STATM[pid], 128, 0).split()[1]) * _PAGE
     except (OSError, ValueError, IndexError):
         return 0
+
+
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
 def memory_event(history: list, step: int, device: torch.device) -> Event | None:

@@ -100,9 +100,12 @@ def tensor_stats(tensor: torch.Tensor) -> str:
 
 
 def _first_tensor(output):
-    """The tensor a module's tuple/list output starts with (the one whose gradient the hooks kept)."""
-    return next((o for o in output if isinstance(o, torch.Tensor)), None) if isinstance(output, (tuple, list)) \
-        else None
+    """The output tensor whose gradient the watch kept: the first floating-point one of a tuple, a
+    list or a dict (see `reductions.float_outputs`), or None."""
+    from torchlint.runtime.reductions import float_outputs
+
+    found = float_outputs(output)
+    return found[0] if found else None
 
 
 class _FirstNonFinite(Exception):

@@ -94,14 +94,15 @@ def train_step(model, inputs, criterion, optimizer) -> torch.Tensor:
 
 
 def run_model(target, specs: list[InputSpec], steps: int, loss: str, optimizer_name: str, lr: float | None,
-              device_name: str, explode_factor: float, on_step=None, snapshot: bool = False) -> RunReport:
+              device_name: str, explode_factor: float, on_step=None, snapshot: bool = False,
+              sync: bool = False) -> RunReport:
     device = torch.device("cuda" if device_name == "auto" and torch.cuda.is_available() else
                           ("cpu" if device_name == "auto" else device_name))
     torch.manual_seed(0)
     model = target.model.to(device).train()
     inputs, criterion, optimizer = training_setup(model, specs, loss, optimizer_name, lr, device)
     report = RunReport(target.name, [str(s) for s in specs], str(device), notes=list(target.notes))
-    with watch(model, optimizer, explode_factor=explode_factor, on_step=on_step, snapshot=snapshot,
+    with watch(model, optimizer, explode_factor=explode_factor, on_step=on_step, snapshot=snapshot, sync=sync,
                files=[str(target.source)] if target.source else []) as watcher:
         for _ in range(steps):
             train_step(model, inputs, criterion, optimizer)

@@ -47,11 +47,11 @@ def _users_part(tb):
 
 
 def run_script(program: Program, max_steps: int | None, explode_factor: float,
-               on_step=None, snapshot: bool = False) -> tuple[RunReport, Outcome]:
+               on_step=None, snapshot: bool = False, sync: bool = False) -> tuple[RunReport, Outcome]:
     """The report and how the program ended (torchlint's report comes on top of its own output)."""
     file = program.file()
     watcher = Watch(None, None, explode_factor=explode_factor, max_steps=max_steps, on_step=on_step,
-                    snapshot=snapshot, files=[file] if file else [])  # the script itself may hold the cause
+                    snapshot=snapshot, sync=sync, files=[file] if file else [])  # the script itself may hold the cause
     outcome = Outcome(0)
     try:
         with watcher, attached():

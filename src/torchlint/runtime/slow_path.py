@@ -29,6 +29,10 @@ from torchlint.runtime.snapshot import Snapshot
 NOT_REPRODUCED = "the replay of this step from its kept inputs and RNG state did not reproduce it: stateful code?"
 NOT_REPLAYED = ("not replayed: the model is sharded across ranks (FSDP, DTensor), and its forward on one rank alone "
                 "would wait for the others")
+NOT_REPLAYED_LATE = ("not replayed: the GPU was still busy, so this step's check was read when the next step began, "
+                     "after its update, and the weights it started from were too large to keep a copy of; "
+                     "`torchlint run --sync` (or `watch(..., sync=True)`) reads every check at its own step and "
+                     "replays it")
 
 
 def _updates(track: Track) -> str:
@@ -41,6 +45,12 @@ def _updates(track: Track) -> str:
 
 def _at(file: str | None, line: int | None) -> str:
     return f" at {os.path.basename(file)}:{line}" if file else ""
+
+
+def _non_finite_input(call):
+    """The first floating-point input of a kept call that holds NaN/Inf, or None."""
+    inputs = [a for a in (*call.args, *call.kwargs.values()) if isinstance(a, torch.Tensor) and a.is_floating_point()]
+    return next((a for a in inputs if not torch.isfinite(a).all()), None)
 
 
 class SlowPath:
@@ -73,7 +83,10 @@ class SlowPath:
 
     def _name_of(self, module: torch.nn.Module) -> str:
         """Its path in the watched model, or in the outermost module seen this step that contains it."""
-        roots = [self.model] if self.model is not None else [c.module for c in self._calls]
+        from torchlint.runtime.wrappers import unwrapped
+
+        # named inside DDP and torch.compile wrappers: `layer1`, not `_orig_mod.layer1`
+        roots = [unwrapped(self.model)] if self.model is not None else [c.module for c in self._calls]
         for root in roots:
             for name, sub in root.named_modules():
                 if sub is module:
@@ -81,7 +94,9 @@ class SlowPath:
         return type(module).__name__
 
     def _param_name(self, param: torch.Tensor, index: int) -> str:
-        roots = [self.model] if self.model is not None else [c.module for c in self._calls]
+        from torchlint.runtime.wrappers import unwrapped
+
+        roots = [unwrapped(self.model)] if self.model is not None else [c.module for c in self._calls]
         for root in roots:
             for name, candidate in root.named_parameters():
                 if candidate is param:
@@ -92,7 +107,12 @@ class SlowPath:
         """The step's outermost calls a replay may run on this rank alone (none of a sharded model)."""
         from torchlint.runtime.wrappers import replays_alone
 
+        if self._late_replays_off:
+            return []
         return self._calls if all(replays_alone(call.module) for call in self._calls) else []
+
+    def _not_replayed(self) -> str:
+        return NOT_REPLAYED_LATE if self._late_replays_off else NOT_REPLAYED
 
     def _replay(self, function, *args):
         self._replaying = True
@@ -102,12 +122,13 @@ class SlowPath:
             self._replaying = False
 
     def _forward_event(self, nan: bool) -> None:
-        """The first module output holding NaN/Inf. The replay names the op that made it and the
-        innermost module running that op: the maker, not the module that consumed its output."""
-        sums = torch.cat([s.to(self._sums[0][2].device) for _, _, s in self._sums])
-        keys = [key for _, part, _ in self._sums for key in part]
-        first = (torch.isnan(sums) if nan else ~torch.isfinite(sums)).tolist().index(True)
-        earlier = (~torch.isfinite(sums)).tolist().index(True)
+        """The first model call whose output holds NaN/Inf (`nan`: NaN), or, in a sharded model
+        that no replay can run, the first of its modules' outputs. The replay of that call, op by
+        op, names the op that made it and the innermost module running that op: the maker, not the
+        module that consumed its output."""
+        values, keys = self._forward_values, self._probe_keys
+        first = next(i for i, v in enumerate(values) if (v != v if nan else not math.isfinite(v)))
+        earlier = next(i for i, v in enumerate(values) if not math.isfinite(v))
         if keys[earlier][1] == keys[first][1]:  # an infinity earlier in the same forward: the NaN is made of it
             first = earlier
         module, call_index = keys[first]
@@ -120,26 +141,24 @@ class SlowPath:
         name = self._name_of(module)
         op, file, line, stats = (found.op, found.file, found.line, found.stats) if found else (None, None, None, None)
         where = f"`{name}`" + (f", op torch.{op}{_at(file, line)}" if op else "")
-        if found is None and call is not None:
-            inputs = [a for a in (*call.args, *call.kwargs.values())
-                      if isinstance(a, torch.Tensor) and a.is_floating_point()]
-            bad_input = next((a for a in inputs if not torch.isfinite(a).all()), None)
-            if bad_input is not None:  # made before the model: the data, or the code that prepares it
-                stats = f"its input already holds NaN/Inf: {replay.tensor_stats(bad_input)}; it comes from the data"
-            else:
-                stats = NOT_REPRODUCED
+        kept = self._calls[call_index] if found is None and 0 <= call_index < len(self._calls) else None
+        bad_input = _non_finite_input(kept) if kept is not None else None
+        if bad_input is not None:  # made before the model: the data, or the code that prepares it
+            stats = f"its input already holds NaN/Inf: {replay.tensor_stats(bad_input)}; it comes from the data"
+        elif found is None and call is not None:
+            stats = NOT_REPRODUCED
         elif found is None and self._calls and not calls:
-            stats = NOT_REPLAYED
+            stats = self._not_replayed()
         detail = f" ({stats})" if stats else ""
         self._record(Event(NON_FINITE_FORWARD.code, NON_FINITE_FORWARD.name, self.step,
                            f"step {self.step}: first non-finite output in {where}{detail}", name, op, file, line))
 
     def _loss_event(self, loss: float) -> None:
-        """Every module's output is finite but the loss is not: it is made after the model, in code
-        no module hook sees. The ops recorded between the model's output and `backward()` name the
+        """The model's output is finite but the loss is not: it is made after the model, in code no
+        module hook sees. The ops recorded between the model's output and `backward()` name the
         op and its line; else the static findings in the file that calls backward() explain it."""
         found = self._loss_window.first_non_finite() if self._loss_window is not None else None
-        head = f"step {self.step}: the loss is {loss} while every module's output is finite"
+        head = f"step {self.step}: the loss is {loss} while the model's output is finite"
         if found is not None:
             op, file, line, stats = found
             self._record(Event(NON_FINITE_FORWARD.code, NON_FINITE_FORWARD.name, self.step,
@@ -176,7 +195,7 @@ class SlowPath:
                 break
         where = f": {backward}{_at(file, line)}" if backward else (f" ({NOT_REPRODUCED})" if replayed else "")
         if self._calls and not calls:
-            where = f" ({NOT_REPLAYED})"
+            where = f" ({self._not_replayed()})"
         self._record(Event(NON_FINITE_GRADIENT.code, NON_FINITE_GRADIENT.name, self.step,
                            f"step {self.step}: gradient norm is {grad_norm} with a finite forward pass{where}",
                            self._name_of(root) if root is not None else None,

@@ -1,20 +1,20 @@
 """`with torchlint.watch(model, optimizer):` cheap per-step checks, slow path only when one fires.
 
-Cheap path, every step, in a number of kernels that does not grow with the number of modules (on a
-GPU): the outputs of the modules a forward pass calls are checked together when its outermost call
-returns (`reductions.finiteness`: one fused kernel on a GPU, a sum each on CPU); gradients get one
-foreach norm, and so do the parameters on the first PARAM_FIRST steps and every PARAM_EVERY-th step
-after (a step whose loss, outputs or gradients are not finite measures them too, so an update that
-left NaN parameters is still told apart from a bad forward); the loss is the tensor `backward()`
-was last called on. Outputs are held only until their forward returns, and never more than
-FLUSH_BYTES of them: past that they are checked at once. The step boundary is the optimizer's step
-pre-hook, and all of it is read there with a single device sync per step. A parameter norm read at
-step N+1 is the one the updates since its last reading left, so NaN parameters (TL906) and a step
-that dwarfs the weights (TL903) are found without another sync. At the start of each forward pass
-the RNG state is kept (a few KiB, no sync) so that a replay draws the same dropout masks. Only the
-outermost call's inputs and output gradient are kept until the step: no inner activation or
-gradient outlives backward, so peak memory is that of the unwatched run, plus at most FLUSH_BYTES
-of module outputs held while a forward runs (most of which autograd keeps anyway).
+Cheap path, every step, in a few kernels whatever the number of modules: the outputs of each
+outermost model call get one reduction each (`reductions.finiteness`), the gradients one foreach
+norm, the parameters one on the first PARAM_FIRST steps and every PARAM_EVERY-th step after (a step
+whose loss, outputs or gradients are not finite measures them too, so an update that left NaN
+parameters is still told apart from a bad forward), and the loss is the tensor `backward()` was last
+called on. All of it is stacked and read with one device sync per step, at the step boundary (the
+optimizer's step pre-hook). Inner module calls only keep their place on a stack: a NaN made inside
+the model reaches its output, the loss or the gradients, and the replay of the flagged step finds
+the module and the op (a model sharded across ranks, which no replay can run, has its modules'
+outputs checked as they are made instead). A parameter norm read at step N+1 is the one the updates
+since its last reading left, so NaN parameters (TL906) and a step that dwarfs the weights (TL903)
+are found without another sync. At the start of each forward pass the RNG state is kept (a few KiB,
+no sync) so that a replay draws the same dropout masks. Only the outermost call's inputs and output
+gradient are kept until the step: no activation or gradient outlives backward, so peak memory is
+that of the unwatched run.
 
 The ops between the model's output and `backward()` (the loss computation) pass through a
 `LossWindow` that keeps references to them until the step: no kernel, no sync.
@@ -39,10 +39,10 @@ import os
 import statistics
 import sys
 import time
+from dataclasses import dataclass
 
 import torch
 
-from torchlint.runtime import replay
 from torchlint.runtime.bookkeeping import (
     GradClearing,
     GraphTracker,
@@ -52,31 +52,30 @@ from torchlint.runtime.bookkeeping import (
 from torchlint.runtime.catalog import GRAPH_KEPT_ALIVE, MEMORY_GROWTH
 from torchlint.runtime.causes import clipping_seen
 from torchlint.runtime.dead_units import DeadUnits
-from torchlint.runtime.input_range import is_image_conv, raw_pixels_event
+from torchlint.runtime.forward_hooks import ForwardHooks
+from torchlint.runtime.late_steps import LateSteps, WeightsBefore
 from torchlint.runtime.loss_window import LossWindow
 from torchlint.runtime.ranks import RankState
 from torchlint.runtime.records import Call, Event, StepStats, StopRun, Track
 from torchlint.runtime.reductions import (
-    finiteness,
+    Reading,
+    device_busy,
+    grad_norm_list,
     local,
     memory_event,
     memory_in_use,
     norms,
-    total_norm,
 )
-from torchlint.runtime.repeated_forward import has_batchnorm, same_batch_event
 from torchlint.runtime.slow_path import SlowPath
 from torchlint.runtime.snapshot import Snapshot
-from torchlint.runtime.wrappers import quiet_about_global_hooks, redirected, unwrapped
+from torchlint.runtime.wrappers import quiet_about_global_hooks
 
 __all__ = ["Event", "StepStats", "StopRun", "Watch", "watch"]
 
-GRAD_BUDGET = 512 * 2**20  # bytes of outermost-output gradients kept per step for replays
-FLUSH_BYTES = 64 * 2**20  # module outputs held for one fused check before it runs early
 PARAM_FIRST, PARAM_EVERY = 5, 10  # parameter norms on steps 1..5, then every 10th (and on any bad step)
 
 
-class Watch(SlowPath):
+class Watch(ForwardHooks, LateSteps, SlowPath):
     """Watch a model and its optimizer; `events` holds what fired (the first problem by default)."""
 
     process: Watch | None = None  # the process-wide watch (`torchlint run`) while it is on
@@ -84,7 +83,7 @@ class Watch(SlowPath):
     def __init__(self, model: torch.nn.Module | None, optimizer: torch.optim.Optimizer | None,
                  explode_factor: float = 1e3, warmup: int = 5, stop_at_first: bool = True,
                  max_steps: int | None = None, on_step=None, snapshot: bool = False, files=(),
-                 ranks: bool | None = None) -> None:
+                 ranks: bool | None = None, sync: bool = False) -> None:
         self.model = model
         self.optimizer = optimizer
         self.explode_factor = explode_factor
@@ -94,6 +93,11 @@ class Watch(SlowPath):
         self.on_step = on_step  # called with each StepStats (the progress bar)
         self.files = [os.path.abspath(f) for f in files]  # the user's files beyond the modules' (a script)
         self.snapshot = snapshot  # keep each step's starting state, to replay an update that went NaN
+        self.sync = sync  # read every step's check at its own step on a GPU too (see `_may_read_late`)
+        self._late: tuple | None = None  # (step, its state): a step whose check is read when the next begins
+        self._late_replays_off = False  # the step being judged was read late, without its weights: no replay
+        self._weights = WeightsBefore()  # the weights late steps started from
+        self.read_late = 0  # steps whose check was read when the next step began (a busy GPU)
         self._snapshots: dict[torch.optim.Optimizer, Snapshot] = {}
         self.step = 0
         self.events: list[Event] = []
@@ -103,10 +107,16 @@ class Watch(SlowPath):
         self._tracks: dict[torch.optim.Optimizer, Track] = {}
         # keyed by module object: names are resolved only on the slow path
         # module outputs of the running forward, checked together when it returns: (module, call index)
-        self._pending: list[torch.Tensor] = []
-        self._pending_keys: list[tuple[torch.nn.Module, int]] = []
-        self._pending_bytes = 0
-        self._sums: list[tuple[int, list, torch.Tensor]] = []  # checked: (call index, keys, a value per output)
+        # a value per floating-point output of each outermost call this step, finite when the output
+        # is (read with the step's one sync), and the index of the call it belongs to
+        self._probes: list[torch.Tensor] = []
+        self._probe_keys: list[tuple[torch.nn.Module, int]] = []  # (module, index of its outermost call)
+        self._inner_outputs = False  # this forward cannot be replayed (sharded): its modules' outputs are probed
+        self._unreplayable: dict[int, bool] = {}  # id(outermost module) -> whether no replay can run it
+        self._image_convs: dict[int, bool] = {}  # id(outermost module) -> whether it holds an image convolution
+        self._forward_values: list[float] = []  # the probes, as read at the step (for the slow path)
+        self._inner_looks = False  # inner calls are looked at this forward (ranks, the first convolution)
+        self._recording_ran = False  # this forward is a DDP wrapper's: the modules that run are noted
         self._calls: list[Call] = []
         self._stack: list[torch.nn.Module] = []  # the modules entered and not yet left, innermost last
         self._ignoring = False  # inside an outermost call made with gradients off
@@ -173,7 +183,9 @@ class Watch(SlowPath):
         self._exits.close()
         if not self._disabled and (exc_type is None or issubclass(exc_type, (StopRun, SystemExit))):
             try:
-                self.ranks.settle(self)  # the last step's exchange, when no forward followed it
+                if self._late is not None:
+                    with contextlib.suppress(StopRun):  # the run is over anyway
+                        self._judge_late()  # the last step's exchange, when no forward followed it
             except Exception as error:  # a rank that died: its report is its own traceback
                 self._internal_error(error)
                 return
@@ -208,104 +220,6 @@ class Watch(SlowPath):
             self._graphs.mark(loss, self.step)
         except Exception as error:
             self._internal_error(error)
-
-    def _on_pre_forward(self, module, args) -> None:
-        if torch.compiler.is_compiling() or self._replaying or self._disabled:  # see the module's doc
-            return
-        try:
-            if not self._stack and redirected(module):  # its inner calls are the outermost ones
-                return
-            if not self._stack:  # an outermost call begins: keep the RNG state its replay must start from
-                self._settle_ranks()
-                if self._loss_window is not None:
-                    self._loss_window.close()
-                # evaluation under no_grad/inference_mode is not training: nothing of it is kept (a
-                # validation pass between two steps would otherwise keep every batch alive)
-                self._ignoring = not torch.is_grad_enabled()
-                self._rng = None if self._ignoring else replay.rng_state()
-            self._stack.append(module)
-            if self.ranks.enabled:
-                self.ranks.ran.add(id(module))
-            if self._pixels_unchecked and not self._ignoring and is_image_conv(module):
-                self._pixels_unchecked = False  # the first convolution over images of the first training pass
-                event = raw_pixels_event(module, args, unwrapped(self._stack[0]), self.step + 1)
-                if event is not None:
-                    self._record(event)
-        except StopRun:
-            raise
-        except Exception as error:
-            self._internal_error(error)
-
-    def _on_forward(self, module, args, *rest) -> None:
-        """(module, args, kwargs, output) normally; (module, args, result) when torch calls a global
-        `always_call` hook after the forward raised. Either way the call is over: leave it."""
-        if torch.compiler.is_compiling() or self._replaying or self._disabled:
-            return
-        try:
-            kwargs, output = rest if len(rest) == 2 else ({}, None)
-            failed = len(rest) != 2 or (output is None and sys.exc_info()[1] is not None)
-            self._left(module, args, kwargs, output, failed)
-        except Exception as error:
-            self._internal_error(error)
-
-    def _left(self, module, args, kwargs, output, failed: bool) -> None:
-        if not self._stack or self._stack[-1] is not module:  # its pre-hook did not run (an earlier hook raised)
-            return
-        self._stack.pop()
-        outermost = not self._stack
-        if self._ignoring:
-            self._ignoring = not outermost
-            return
-        if failed:  # the forward raised: what its inner calls recorded belongs to no kept call
-            if outermost:
-                pending = len(self._calls)
-                self._sums = [entry for entry in self._sums if entry[0] != pending]
-                self._drop_pending()
-            return
-        out = output if isinstance(output, torch.Tensor) else next(
-            (o for o in (output if isinstance(output, (tuple, list)) else ()) if isinstance(o, torch.Tensor)), None)
-        if outermost:  # calls are numbered in completion order of the outermost ones
-            call = Call(unwrapped(module), args, kwargs, self._rng)  # a replay must not run DDP's collectives
-            self.ranks.outermost(module)
-            if id(module) not in self._roots:
-                self._roots[id(module)] = {type(m) for m in module.modules()}
-            if module.training and has_batchnorm(self._roots[id(module)]):  # TL914
-                event = same_batch_event(self, call)
-                if event is not None:
-                    self._record(event)
-            self._calls.append(call)
-            if out is not None and out.requires_grad and out.is_floating_point():
-                out.register_hook(lambda grad, c=call: self._keep_grad(c, grad))
-                self._graphs.mark(out, self.step, "output")
-        call_index = len(self._calls) - 1 if outermost else len(self._calls)
-        if self._measuring:
-            self._dead.watch(module, output)
-        if out is not None and out.is_floating_point() and out.numel():
-            self._pending.append(out)  # no detach (an op per module): the check runs under no_grad
-            self._pending_keys.append((module, call_index))
-            self._pending_bytes += out.numel() * out.element_size()
-        if outermost or self._pending_bytes > FLUSH_BYTES:
-            self._flush(call_index)
-        if outermost and self._loss_window is not None:  # what follows, up to backward(), makes the loss
-            self._loss_window.open()
-
-    def _flush(self, call_index: int) -> None:
-        """One check of the outputs held: a value per output, finite when it is, in the order they returned."""
-        if self._pending:
-            with torch.no_grad():
-                norms = finiteness(self._pending)
-            device = norms[0].device
-            self._sums.append((call_index, self._pending_keys, torch.stack([n.to(device) for n in norms])))
-        self._drop_pending()
-
-    def _drop_pending(self) -> None:
-        self._pending, self._pending_keys, self._pending_bytes = [], [], 0
-
-    def _keep_grad(self, call: Call, grad: torch.Tensor) -> None:
-        size = grad.numel() * grad.element_size()
-        if self._grad_bytes + size <= GRAD_BUDGET:
-            call.grad_out = grad
-            self._grad_bytes += size
 
     # -- the cheap check, once per step ------------------------------------------------------
     def _before_step(self, optimizer, args, kwargs):
@@ -363,31 +277,69 @@ class Watch(SlowPath):
 
     def _check_step(self, optimizer) -> None:
         self._settle_ranks()
+        if self._late is not None:  # the last step, read one step late: judged before this one
+            self._judge_late()
         self.step += 1
         track = self._tracks.setdefault(optimizer, Track())
-        lrs, clipped = [group.get("lr") for group in optimizer.param_groups], self._clipped
+        lrs = [group.get("lr") for group in optimizer.param_groups]
         if track.first_lrs is None:
             track.first_lrs = lrs
         params = [p for group in optimizer.param_groups for p in group["params"]]
         grads = [(p.grad.coalesce().values() if p.grad.is_sparse else p.grad) for p in params if p.grad is not None]
         device = grads[0].device if grads else (params[0].device if params else torch.device("cpu"))
-        sums = torch.cat([s.to(device) for _, _, s in self._sums]) if self._sums else torch.zeros(1, device=device)
-        grad_norm = total_norm(grads, device)
-        measured = _measures(self.step, self.snapshot)
-        param_norms = norms([p.detach() for p in params], device) if measured else None
-        # torch.full, not torch.tensor: a fill kernel, no host-to-device copy (which would sync on CUDA)
-        unknown = torch.full((), math.nan, device=device) if self._loss is None or not measured else None
-        loss = self._loss.float().to(device).reshape(()) if self._loss is not None else unknown
-        forward_nan, forward_inf, grad_norm, param_total, loss, *dead = torch.stack(  # the one sync of the step
-            [torch.isnan(sums).any().float(), torch.isinf(sums).any().float(), grad_norm,
-             torch.linalg.vector_norm(param_norms) if measured else unknown, loss,
-             *(share.to(device) for _, share in self._dead.pending)]).tolist()
+        late = self._may_read_late(device) and device_busy(device)
+        # read late, the parameters before this update are not there any more: measured on every such step
+        measured = _measures(self.step, self.snapshot) or late
+        # every value of the step in one vector, read with its one sync: the outputs' probes, each
+        # gradient's norm, the loss, the parameter norm (on the steps that measure it), the dead shares
+        values = list(self._probes)
+        grad_norms = grad_norm_list(grads)
+        values += grad_norms
+        if self._loss is not None:
+            values.append(self._loss.reshape(()))
+        param_norms = norms([p.detach() for p in params], device) if measured and params else None
+        if param_norms is not None:
+            values.append(torch.linalg.vector_norm(param_norms))
+        values += [share for _, share in self._dead.pending]
+        reading = Reading(values, device)
+        stale, site = self._clearing.on_step(optimizer, params)  # before the update, whenever it is judged
+        step = _Step(optimizer, track, params, bool(grads), device, lrs, self._clipped, param_norms, len(grad_norms),
+                     stale, site, reading)
+        if late and not reading.ready():  # the GPU is still busy: judged when the next step begins
+            saved = self._weights.save(optimizer, params)  # before the update: what a replay starts from
+            self.read_late += 1
+            self._late = (step, self._take_step_state(), saved)
+            if not saved:
+                for call in self._late[1]["calls"]:
+                    call.grad_out = None  # no replay can run: its gradients are not needed
+            if self.max_steps is not None and self.step >= self.max_steps:
+                self._judge_late()
+                raise StopRun()
+            self._measuring = _measures(self.step + 1, self.snapshot)
+            self._stack.clear()
+            self.ranks.end_step()
+            return
+        self._finish_step(step)
+
+    def _finish_step(self, step: _Step) -> None:
+        """Read the step's values (at once, or late), judge them, and start the next step afresh."""
+        optimizer, track, params, param_norms = step.optimizer, step.track, step.params, step.param_norms
+        host = step.reading.values()
+        probes, grads_read = len(self._probes), step.grads_read
+        self._forward_values = host[:probes]
+        forward_nan = any(v != v for v in self._forward_values)
+        forward_inf = any(v in (math.inf, -math.inf) for v in self._forward_values)
+        grad_norm = math.sqrt(math.fsum(v * v for v in host[probes:probes + grads_read]))
+        rest = host[probes + grads_read:]
+        loss = rest.pop(0) if self._loss is not None else math.nan
+        param_total = rest.pop(0) if param_norms is not None else math.nan
+        dead = rest
         bad = forward_nan or forward_inf or not math.isfinite(grad_norm) or (
             self._loss is not None and not math.isfinite(loss))
         if param_norms is None and bad:  # was it the last update? (a second sync, on a failing step only)
-            param_norms = norms([p.detach() for p in params], device)
+            param_norms = norms([p.detach() for p in params], step.device)
             param_total = torch.linalg.vector_norm(param_norms).item()
-        memory = memory_in_use(device)
+        memory = memory_in_use(step.device)
         now = time.perf_counter()
         stats = StepStats(self.step, loss, grad_norm, param_total if param_norms is not None else None, memory,
                           now - self._clock)
@@ -398,7 +350,7 @@ class Watch(SlowPath):
         try:
             before = len(self.events)
             self._judge(optimizer, track, params, param_norms, stats, bool(forward_nan), bool(forward_inf),
-                        bool(grads), self._loss is not None)
+                        step.has_grads, self._loss is not None, step.stale, step.site)
             if dead and not self.events:
                 event = self._dead.judge(self.step, dead, self._name_of)
                 if event is not None:
@@ -417,9 +369,9 @@ class Watch(SlowPath):
                 track.param_norms, track.param_total, track.param_step = param_norms, param_total, self.step
             track.last_step = self.step
             self._measuring = _measures(self.step + 1, self.snapshot)
-            track.lrs, track.clipped = lrs, clipped  # what the update about to run uses
-            self._sums.clear()
-            self._drop_pending()
+            track.lrs, track.clipped = step.lrs, step.clipped  # what the update about to run uses
+            self._probes.clear()
+            self._probe_keys.clear()
             self._calls.clear()
             self._grad_bytes = 0
             self._loss = None
@@ -432,7 +384,7 @@ class Watch(SlowPath):
                 self._loss_window.clear()
 
     def _judge(self, optimizer, track: Track, params, param_norms, stats: StepStats, forward_nan: bool,
-               forward_inf: bool, has_grads: bool, loss_known: bool) -> None:
+               forward_inf: bool, has_grads: bool, loss_known: bool, stale: int, site) -> None:
         """The first thing wrong, in causal order: the parameters the last update left, then this
         step's forward, its gradients, their growth, their vanishing, memory.
 
@@ -466,7 +418,6 @@ class Watch(SlowPath):
             alive, kinds = self._graphs.kept_alive(self.step)
             if alive and not any(e.code == GRAPH_KEPT_ALIVE.code for e in self.events):
                 self._record(kept_alive_event(self.step, alive, kinds))
-        stale, site = self._clearing.on_step(optimizer, params)
         if stale and not self.events:
             self._record(not_cleared_event(self.step, stale, site))
 
@@ -493,6 +444,24 @@ class Watch(SlowPath):
         else:
             return False
         return True
+
+
+@dataclass
+class _Step:
+    """A step's check as made at its optimizer step, for its judgement (then, or one step late)."""
+
+    optimizer: torch.optim.Optimizer
+    track: Track
+    params: list
+    has_grads: bool
+    device: torch.device
+    lrs: list
+    clipped: bool
+    param_norms: torch.Tensor | None
+    grads_read: int
+    stale: int  # gradients the first backward since the last step found uncleared
+    site: tuple | None
+    reading: Reading
 
 
 def _measures(step: int, snapshot: bool) -> bool:
