@@ -2,6 +2,7 @@
 
 import json
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
@@ -70,6 +71,34 @@ def test_text_report_shows_formulas_then_values(capsys):
     assert "with activation checkpointing of the 2 blocks in layers" in out
     assert "KV cache 1 KiB per token of each sequence" in out
     assert "training peak" in out
+
+
+@pytest.mark.parametrize(("target", "args", "flops"), [
+    ("llama.py:Llama", ["--init-kwargs", TINY_LLAMA], "512*B*T^2 + 176640*B*T"),  # Linear, attention
+    ("attention.py:Attention", ["--input", "float32[B, T, 64]"], "256*B*T^2 + 32768*B*T"),  # q @ k.T
+])
+def test_formulas_keep_b_and_t_where_the_cpp_matmul_reads_concrete_sizes(capsys, target, args, flops):
+    """torch 2.11's C++ matmul (under nn.Linear and attention too) reads the concrete sizes of inputs of
+    3 or more dims: that pinned B and T to the example sizes 8 and 7 (TL602, constant FLOPs and
+    activations). A kernel that does the same stands in for it here."""
+    scoped = getattr(torch.library, "_scoped_library", None)
+    if scoped is None:
+        pytest.skip("no torch.library._scoped_library in this torch")
+    from torch._decomp.decompositions import matmul
+
+    def concrete_sizes(a, b):
+        [int(size) for size in (*a.shape, *b.shape)]  # int() of a SymInt guards it to its example size
+        return matmul(a, b)
+
+    with scoped("aten", "IMPL") as library:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "Overriding a previously registered kernel"
+            library.impl("matmul", concrete_sizes, "CompositeImplicitAutograd")
+        code = main(["trace", f"{MODELS}/{target}", *args, "--output-format", "json"])
+    data = json.loads(capsys.readouterr().out)
+    assert [finding["message"] for finding in data["findings"]] == [] and code == 0
+    assert data["costs"]["forward_flops"] == flops
+    assert "B*T" in data["costs"]["saved_activations_bytes"]
 
 
 @pytest.mark.parametrize("bad", ["B", "B=0", "B=x", "8=B"])

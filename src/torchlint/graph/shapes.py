@@ -20,8 +20,10 @@ from pathlib import Path
 
 import torch
 import torch.fx
+from torch._dispatch.python import enable_python_dispatcher
 from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatelessSymbolicContext
+from torch.overrides import TorchFunctionMode
 
 from torchlint.finding import Finding
 from torchlint.graph.catalog import SHAPE_MISMATCH, SHAPE_SPECIALIZATION
@@ -144,6 +146,26 @@ def _quiet():
         os.close(saved)
         os.close(devnull)
         logging.disable(logging.NOTSET)
+
+
+class _SymbolicMatmul(TorchFunctionMode):
+    """matmul, and the calls that reach it (linear, attention; nn.MultiheadAttention's function, since a
+    mode sees no call nested in another), through torch's Python decomposition, which keeps sizes
+    symbolic. torch 2.11's C++ matmul reads the concrete sizes of inputs of 3 or more dims: that pinned
+    B and T to the example sizes 8 and 7, or failed when nothing required grad. Only these: under the
+    Python dispatcher other ops save other tensors on the meta device (std, dropout)."""
+
+    _OPS = frozenset({torch.matmul, torch.Tensor.matmul, torch.Tensor.__matmul__, torch.Tensor.__rmatmul__,
+                      torch.nn.functional.linear, torch.nn.functional.scaled_dot_product_attention,
+                      torch.nn.functional.multi_head_attention_forward,
+                      torch.ops.aten.matmul.default, torch.ops.aten.linear.default,
+                      torch.ops.aten.scaled_dot_product_attention.default})
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if func in self._OPS:
+            with enable_python_dispatcher():
+                return func(*args, **(kwargs or {}))
+        return func(*args, **(kwargs or {}))
 
 
 def _hints(inputs: list[InputSpec]) -> dict[str, int]:
@@ -277,7 +299,7 @@ def propagate(target: Target, gm: torch.fx.GraphModule, inputs: list[InputSpec])
 
     output = None
     try:
-        with _quiet(), meter.saving():  # a failing meta kernel's logged traceback is TL601 instead
+        with _quiet(), meter.saving(), _SymbolicMatmul():  # a failing meta kernel's logged traceback is TL601 instead
             output = Runner(gm).run(*fakes)
     except _NodeFailure as failure:
         report.findings.append(_mismatch(failure.node, failure.error, target, modules, symbols, Runner))
