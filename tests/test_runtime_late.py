@@ -120,3 +120,22 @@ def test_gradients_never_cleared_are_found_at_step_two_when_read_late(late):
             optimizer.step()
     [event] = watcher.events
     assert (event.code, event.step) == ("TL909", 2)
+
+
+def test_the_step_vector_is_stacked_from_one_dtype():
+    """On CUDA a stack of mixed dtypes copies its inputs one by one (one copy per gradient of a
+    bfloat16 model); the values are brought to one dtype first."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    stacked = []
+
+    class Spy(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            if func in (torch.ops.aten.stack.default, torch.ops.aten.cat.default):
+                stacked.append({t.dtype for t in args[0]})
+            return func(*args, **(kwargs or {}))
+
+    values = [torch.tensor(1.5, dtype=torch.bfloat16), torch.tensor(2.0), torch.tensor(float("nan"), dtype=torch.half)]
+    with Spy():
+        read = reductions.Reading(values, torch.device("cpu")).values()
+    assert stacked == [{torch.float32}] and read[:2] == [1.5, 2.0] and read[2] != read[2]
