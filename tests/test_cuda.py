@@ -9,6 +9,7 @@ import warnings
 
 import pytest
 from conftest import FIXTURES, ROOT
+from test_runtime_late import LOG_LINE, LogNet
 
 torch = pytest.importorskip("torch")
 import torchlint  # noqa: E402
@@ -83,94 +84,70 @@ def test_run_model_on_cuda_names_the_nan_op():
     assert "op torch.sqrt" in result.stdout
 
 
-def test_cuda_memory_growth_uses_the_allocator():
+def _keeping(steps: int, keep) -> list:
+    """The events of a Linear(1024) trained on CUDA while `keep(output)` runs after each step."""
     torch.manual_seed(0)
     model = torch.nn.Linear(1024, 1024).cuda()
     optimizer = torch.optim.SGD(model.parameters(), lr=1e-4)
-    kept = []
     with torchlint.watch(model, optimizer) as watcher:
-        for _ in range(40):
+        for _ in range(steps):
             optimizer.zero_grad()
             out = model(torch.randn(512, 1024, device="cuda"))
             out.pow(2).mean().backward()
             optimizer.step()
-            kept.append(out.detach().clone())  # 2 MiB kept per step, without a graph: only the allocator sees it
-    [event] = watcher.events
+            keep(out)
+    return watcher.events
+
+
+def test_cuda_memory_growth_uses_the_allocator():
+    kept = []
+    # 2 MiB kept per step, without a graph: only the allocator sees it
+    [event] = _keeping(40, lambda out: kept.append(out.detach().clone()))
     assert event.code == "TL904" and "allocated CUDA memory grew" in event.message
 
 
 def test_cuda_outputs_kept_with_their_graphs_are_found_exactly():
-    torch.manual_seed(0)
-    model = torch.nn.Linear(1024, 1024).cuda()
-    optimizer = torch.optim.SGD(model.parameters(), lr=1e-4)
     kept = []
-    with torchlint.watch(model, optimizer) as watcher:
-        for _ in range(10):
-            optimizer.zero_grad()
-            out = model(torch.randn(512, 1024, device="cuda"))
-            out.pow(2).mean().backward()
-            optimizer.step()
-            kept.append(out)  # each step's output and its graph
-    [event] = watcher.events
+    [event] = _keeping(10, kept.append)  # each step's output and its graph
     assert (event.code, event.step) == ("TL908", 5)
 
 
-class _LogNet(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc = torch.nn.Linear(64, 64)
-        self.out = torch.nn.Linear(64, 1)
-
-    def forward(self, x):
-        return self.out(torch.log(x.abs().sum(-1, keepdim=True)) * self.fc(x))  # -inf at a zero row
+def _train_log_net(wrap=lambda model: model, busy: bool = False, steps: int = 8, zero_at: int | None = 5,
+                   **options):
+    """LogNet's steps on CUDA (wrapped by `wrap`), a zero input row at step `zero_at` + 1 (log(0));
+    `busy`: about 10 ms of GPU work queued before each optimizer step, so the GPU is still busy when
+    the step is checked."""
+    torch.manual_seed(0)
+    model = wrap(LogNet().cuda())
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    with torchlint.watch(model, optimizer, **options) as watcher:
+        for step in range(steps):
+            x = torch.randn(32, 8, device="cuda")
+            if step == zero_at:
+                x[3] = 0
+            optimizer.zero_grad()
+            model(x).pow(2).mean().backward()
+            if busy:
+                torch.cuda._sleep(20_000_000)
+            optimizer.step()
+    return watcher
 
 
 @pytest.mark.parametrize("mode", ["default", "reduce-overhead"])  # reduce-overhead: CUDA graphs
 def test_a_compiled_model_on_cuda_is_watched_and_its_nan_named_by_an_eager_replay(mode):
-    torch.manual_seed(0)
-    model = torch.compile(_LogNet().cuda(), mode=mode)
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
-    with torchlint.watch(model, optimizer) as watcher:
-        for step in range(8):
-            x = torch.randn(32, 64, device="cuda")
-            if step == 5:
-                x[3] = 0
-            optimizer.zero_grad()
-            model(x).pow(2).mean().backward()
-            optimizer.step()
-    [event] = watcher.events
-    assert (event.code, event.step, event.module, event.op, event.line) == ("TL901", 6, "<model>", "log", 125)
+    [event] = _train_log_net(lambda model: torch.compile(model, mode=mode)).events
+    assert (event.code, event.step, event.module, event.op, event.line) == ("TL901", 6, "<model>", "log", LOG_LINE)
 
 
 def test_a_busy_gpu_is_read_one_step_late_and_the_op_still_named():
-    """The host queues a long kernel before each optimizer step, so the GPU is still busy when the
-    step's check is made: it is read when the next step begins, and judged with the weights it
-    started from (the update has run by then)."""
-    torch.manual_seed(0)
-    model = _LogNet().cuda()
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
-    with torchlint.watch(model, optimizer) as watcher:
-        for step in range(8):
-            x = torch.randn(32, 64, device="cuda")
-            if step == 5:
-                x[3] = 0
-            optimizer.zero_grad()
-            model(x).pow(2).mean().backward()
-            torch.cuda._sleep(20_000_000)  # about 10 ms of GPU time
-            optimizer.step()
+    """The step's check is read when the next step begins, and judged with the weights it started
+    from (the update has run by then)."""
+    watcher = _train_log_net(busy=True)
     [event] = watcher.events
-    assert (event.code, event.step, event.module, event.op, event.line) == ("TL901", 6, "<model>", "log", 125)
+    assert (event.code, event.step, event.module, event.op, event.line) == ("TL901", 6, "<model>", "log", LOG_LINE)
     assert watcher.read_late >= 5  # timing: a step may find the GPU done (7 of 8 were read late on an H200)
 
 
 def test_sync_reads_every_step_at_its_own_step():
-    torch.manual_seed(0)
-    model = _LogNet().cuda()
-    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
-    with torchlint.watch(model, optimizer, sync=True) as watcher:
-        for _ in range(3):
-            optimizer.zero_grad()
-            model(torch.randn(32, 64, device="cuda")).pow(2).mean().backward()
-            torch.cuda._sleep(20_000_000)
-            optimizer.step()
+    watcher = _train_log_net(busy=True, steps=3, zero_at=None, sync=True)
     assert watcher.read_late == 0 and watcher.events == []

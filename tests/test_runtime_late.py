@@ -22,7 +22,10 @@ class LogNet(torch.nn.Module):
         self.out = torch.nn.Linear(8, 1)
 
     def forward(self, x):
-        return self.out(torch.log(x.abs().sum(-1, keepdim=True)) * self.fc(x))  # line 25: log(0) at a zero row
+        return self.out(torch.log(x.abs().sum(-1, keepdim=True)) * self.fc(x))  # log(0) at a zero row
+
+
+LOG_LINE = 25  # of the torch.log above
 
 
 def _train(steps=8, zero_at=5, **options):
@@ -48,7 +51,7 @@ def _summary(watcher):
 def test_a_late_step_is_judged_with_the_weights_it_started_from(late):
     watcher = _train()
     [event] = watcher.events
-    assert (event.code, event.step, event.module, event.op, event.line) == ("TL901", 6, "<model>", "log", 25)
+    assert (event.code, event.step, event.module, event.op, event.line) == ("TL901", 6, "<model>", "log", LOG_LINE)
     assert watcher._late is None and len(watcher.history) == 8  # the last step was judged when the watch ended
 
 
