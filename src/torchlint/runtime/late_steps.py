@@ -23,7 +23,8 @@ import torch
 from torchlint.runtime import reductions
 from torchlint.runtime.ranks import world
 
-BACKUP_SHARE = 0.1  # of the GPU's memory, at most, for the copy of the weights a late step started from
+BACKUP_SHARE = 0.05  # of the GPU's memory, at most, for the copy of the weights a late step started from
+FREE_SHARE = 0.25  # of the memory free when the copy is made
 
 
 class WeightsBefore:
@@ -64,11 +65,14 @@ class WeightsBefore:
 
 
 def _fits(params: list[torch.Tensor]) -> bool:
+    """Whether a copy of the weights takes at most BACKUP_SHARE of the GPU's memory and FREE_SHARE of
+    what is free now: the copy must never be what makes the user's training run out of memory."""
     size = sum(p.numel() * p.element_size() for p in params)
     device = params[0].device if params else None
     if device is None or device.type != "cuda":
         return reductions.LATE_ON_CPU
-    return size <= BACKUP_SHARE * torch.cuda.get_device_properties(device).total_memory
+    free, total = torch.cuda.mem_get_info(device)
+    return size <= min(BACKUP_SHARE * total, FREE_SHARE * free)
 
 
 class LateSteps:
