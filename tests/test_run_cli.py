@@ -71,6 +71,9 @@ def test_everything_after_the_script_path_is_the_scripts(tmp_path, capsys):
     assert out.startswith("argv ['--epochs', '3']\n")
     code, out, _ = _main(capsys, "--max-st=1", "--", str(script))
     assert code == 0 and out.startswith("argv []\n") and "1 optimizer step(s) watched" in out
+    # a flag of torchlint's own (--sync) before the script, the same name after it is the script's
+    code, out, _ = _main(capsys, "--sync", str(script), "--sync")
+    assert code == 0 and out.startswith("argv ['--sync']\n") and "train.py: 2 optimizer step(s) watched" in out
 
 
 def test_model_options_before_a_script_and_missing_targets_are_one_line_errors(tmp_path, capsys):
