@@ -45,6 +45,24 @@ def test_shape_bug_reported_at_layer_and_line(capsys):
     assert "mlp_shape_bug.py:14:1: TL601 fc2 (Linear): [B, 50] × [40, 1]" in out
 
 
+def test_unpacking_a_shorter_shape_is_tl601_at_its_line(capsys):
+    """`b, t, d = x.shape` of the guessed float32[B, 64]: indexing the torch.Size failed inside the report."""
+    code, data = layers(capsys, f"{MODELS}/attention.py:Attention")
+    assert code == 1 and data["inputs"] == ["float32[B, 64]"]
+    [finding] = data["findings"]
+    assert (finding["code"], finding["location"]["row"]) == ("TL601", 18)
+    assert finding["message"].startswith("getitem: torch.Size([B, 64])[2]: tuple index out of range")
+
+
+def test_node_values_as_shape_text():
+    from torchlint.graph.symbols import Symbols
+
+    symbols = Symbols()
+    pair = (torch.empty(2, 3, device="meta"), torch.Size([4]))
+    assert [symbols.describe(v) for v in (pair, 5, None, 1.5)] == ["([2, 3], torch.Size([4]))", "5", None, None]
+    assert symbols.describe(tuple(range(6))) == "(0, 1, 2, 3, …)"
+
+
 def test_cnn_wrong_in_features_symbolic_and_concrete(capsys):
     code, data = layers(capsys, f"{MODELS}/cnn_bad_flatten.py:SmallCNN")
     assert code == 1
@@ -101,8 +119,9 @@ def test_bad_input_is_one_line_exit_2(capsys, args, message):
     assert message in err and len(err.strip().splitlines()) == 1
 
 
-def test_no_traceback_on_stderr_for_a_shape_error():
-    result = subprocess.run([sys.executable, "-m", "torchlint", "trace", f"{MODELS}/mlp_shape_bug.py:BrokenMLP"],
+@pytest.mark.parametrize("target", ["mlp_shape_bug.py:BrokenMLP", "attention.py:Attention"])
+def test_no_traceback_on_stderr_for_a_shape_error(target):
+    result = subprocess.run([sys.executable, "-m", "torchlint", "trace", f"{MODELS}/{target}"],
                             capture_output=True, text=True)
     assert result.returncode == 1
     assert "Traceback" not in result.stderr and result.stderr.strip() == ""

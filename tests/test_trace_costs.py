@@ -1,6 +1,7 @@
 """`torchlint trace` costs: FLOPs and saved activations per layer as formulas, totals, --dims, the peak."""
 
 import json
+import re
 import sys
 import warnings
 from pathlib import Path
@@ -13,6 +14,20 @@ from torchlint.cli import main
 torch = pytest.importorskip("torch")
 MODELS = FIXTURES / "models"
 TINY_LLAMA = '{"dim": 64, "layers": 2, "heads": 4, "hidden": 128, "vocab": 100}'
+FROZEN_ROTARY = '''import torch
+import torch.nn as nn
+
+
+class FrozenRotary(nn.Module):
+    def __init__(self, dim=64, vocab=100, max_seq=128):
+        super().__init__()
+        self.proj = nn.Linear(dim, dim, bias=False)
+        self.register_buffer("cos", torch.ones(max_seq, dim), persistent=False)
+        self.out = nn.Linear(dim, vocab, bias=False).requires_grad_(False)
+
+    def forward(self, x):
+        return self.out(self.proj(x) * self.cos[:x.shape[1]])
+'''
 
 
 def traced(capsys, *args):
@@ -99,6 +114,41 @@ def test_formulas_keep_b_and_t_where_the_cpp_matmul_reads_concrete_sizes(capsys,
     assert [finding["message"] for finding in data["findings"]] == [] and code == 0
     assert data["costs"]["forward_flops"] == flops
     assert "B*T" in data["costs"]["saved_activations_bytes"]
+
+
+def fresh_symbols(data) -> list[str]:
+    """ShapeEnv symbols (s70) anywhere in a report: sizes that are no dim of the user's."""
+    return re.findall(r"\bs\d+\b", json.dumps(data, ensure_ascii=False))
+
+
+def test_buffers_and_frozen_weights_add_no_symbols(capsys, tmp_path):
+    """A buffer sliced by T (`cos[:t]`, as in llama.py) and a frozen Linear: their sizes are constants.
+    They were fresh symbols: the slice's shape was [T, s70], the frozen layer's FLOPs 128·B·T·s53, and
+    --dims had no value."""
+    (tmp_path / "frozen_rotary.py").write_text(FROZEN_ROTARY)
+    target = [f"{tmp_path}/frozen_rotary.py:FrozenRotary", "--input", "float32[B, T, 64]"]
+    data = traced(capsys, *target)
+    rows = by_node(data)
+    assert fresh_symbols(data) == []
+    assert (rows["getitem_1"]["shape"], rows["out"]["shape"]) == ("[T, 64]", "[B, T, 100]")
+    assert (rows["proj"]["flops"], rows["proj"]["saved_bytes"]) == ("8192*B*T", "256*B*T")
+    assert (rows["out"]["flops"], rows["out"]["saved_bytes"]) == ("12800*B*T", 0)  # frozen: saves nothing
+    costs = data["costs"]
+    weights = (64 * 64 + 128 * 64 + 100 * 64) * 4  # the buffer counts as weights, not as an activation
+    assert costs["weights_bytes"] == weights and costs["gradients_bytes"] == 64 * 64 * 4
+    assert costs["forward_flops"] == "20992*B*T" and costs["saved_activations_bytes"] == "256*B*T"
+    assert costs["training_bytes"] == f"1056*B*T + {weights + 3 * 64 * 64 * 4}"  # + output [B, T, 100] twice
+    costs = traced(capsys, *target, "--dims", "B=2,T=16")["costs"]
+    assert (costs["forward_flops"], costs["training_bytes"]) == (20992 * 32, 1056 * 32 + weights + 3 * 64 * 64 * 4)
+    assert costs["training_peak_bytes"] is not None  # every formula has a value at --dims
+
+
+def test_rotary_tables_keep_their_size(capsys):
+    data = traced(capsys, f"{MODELS}/llama.py:Llama", "--init-kwargs", TINY_LLAMA, "--dims", "B=2,T=16")
+    assert fresh_symbols(data) == []
+    assert by_node(data)["getitem_1"]["shape"] == "[T, 16]"  # cos[:t] of the [4096, 16] table
+    assert all(isinstance(value, int) for key, value in data["costs"].items()
+               if key.endswith(("_bytes", "_flops")) and value is not None)
 
 
 @pytest.mark.parametrize("bad", ["B", "B=0", "B=x", "8=B"])

@@ -2,6 +2,7 @@
 decoders, encoders and vision models trace, keep their symbolic dims, and carry costs."""
 
 import json
+import re
 
 import pytest
 
@@ -49,3 +50,19 @@ def test_architecture_traces_with_costs(capsys, model_type, overrides, spec, kv)
         assert "T" in costs["forward_flops"]
     assert costs["kv_cache_bytes_per_token"] == kv  # from the config; encoders do not generate: none
     assert any(row["module"] not in ("-", "") for row in data["layers"])
+    assert not re.findall(r"\bs\d+\b", json.dumps(data, ensure_ascii=False))  # only the user's dims
+
+
+def test_rotary_buffer_adds_no_symbol_and_dims_give_numbers(capsys):
+    """Llama's `inv_freq` buffer had a symbolic size: saved bytes `... + 16*T*s93`, no number at --dims."""
+    sympy = pytest.importorskip("sympy")
+    args = ["trace", "hf:llama", "--init-kwargs", json.dumps(MATRIX[1][1]), "--output-format", "json"]
+    assert main(args) == 0
+    saved = sympy.sympify(json.loads(capsys.readouterr().out)["costs"]["saved_activations_bytes"].replace("^", "**"))
+    b, t = sympy.symbols("B T")
+    assert saved.free_symbols == {b, t}
+    assert saved.subs(b, 0) == 128 * t  # the rotary cos and sin, [1, T, 16] float32 each, shared by the batch
+    assert main([*args, "--dims", "B=2,T=16"]) == 0
+    costs = json.loads(capsys.readouterr().out)["costs"]
+    assert costs["saved_activations_bytes"] == saved.subs({b: 2, t: 16})
+    assert costs["training_peak_bytes"] is not None

@@ -59,10 +59,11 @@ class CostMeter:
         self.output = None
 
     def exclude(self, mode, tensors) -> None:
-        """Buffers and frozen weights are not activations: their fake storages are never counted."""
+        """Buffers and frozen weights are not activations: their fake storages are never counted. Their
+        sizes are static: a symbolic one would be a fresh symbol (s93) in every formula that uses it."""
         for tensor in tensors:
             try:
-                fake = mode.from_tensor(tensor)  # kept: the mode's memo hands this one out again
+                fake = mode.from_tensor(tensor, static_shapes=True)  # kept: the mode's memo hands it out again
                 self._excluded.add(fake.untyped_storage()._cdata)
                 self._kept.append(fake)
             except Exception:  # noqa: BLE001 - a tensor the fake mode cannot take is simply not excluded

@@ -30,6 +30,7 @@ from torchlint.graph.catalog import SHAPE_MISMATCH, SHAPE_SPECIALIZATION
 from torchlint.graph.costs import CostMeter, NodeCost, is_attention, nbytes
 from torchlint.graph.errors import TraceInputError, clip_words
 from torchlint.graph.inputs import InputSpec
+from torchlint.graph.symbols import Symbols
 from torchlint.graph.target import Target
 from torchlint.report.text import display_path
 from torchlint.static.rules.tl203_inplace_on_saved_tensor import InplaceOnSavedTensor
@@ -207,34 +208,10 @@ def _source_of(node: torch.fx.Node, source: Path | None) -> tuple[str | None, in
 _TORCH_ROOT = str(Path(torch.__file__).resolve().parent)
 
 
-class _Symbols:
-    """Map ShapeEnv symbols back to the user's names (s0 -> B)."""
-
-    def __init__(self) -> None:
-        self.names: dict[str, str] = {}
-
-    def render(self, value) -> str:
-        if isinstance(value, torch.SymInt):
-            text = str(value.node.expr)
-            for symbol, name in sorted(self.names.items(), key=lambda item: -len(item[0])):
-                text = re.sub(rf"\b{symbol}\b", name, text)
-            return text.replace("*", "·").replace("((", "(").replace("))", ")")
-        return str(value)
-
-    def text(self, message: str) -> str:
-        """An error message with the ShapeEnv's symbols (s26) replaced by the user's names (B)."""
-        for symbol, name in sorted(self.names.items(), key=lambda item: -len(item[0])):
-            message = re.sub(rf"\b{symbol}\b", name, message)
-        return message
-
-    def shape(self, tensor: torch.Tensor) -> str:
-        return "[" + ", ".join(self.render(d) for d in tensor.shape) + "]"
-
-
 def propagate(target: Target, gm: torch.fx.GraphModule, inputs: list[InputSpec]) -> TraceReport:
     shape_env = ShapeEnv()
     mode = FakeTensorMode(shape_env=shape_env, allow_non_fake_inputs=True)
-    symbols = _Symbols()
+    symbols = Symbols()
     hints = _hints(inputs)
     fakes = []
     for spec in inputs:
@@ -369,7 +346,7 @@ class _NodeFailure(Exception):
         self.error = error
 
 
-def _pinned(shape_env: ShapeEnv, symbols: _Symbols) -> dict[str, int]:
+def _pinned(shape_env: ShapeEnv, symbols: Symbols) -> dict[str, int]:
     """The user's symbols that the guards so far have replaced by a constant."""
     pinned = {}
     for symbol, value in shape_env.replacements.items():
@@ -438,7 +415,7 @@ class _Owners:
         return count
 
 
-def _row(node, result, modules, symbols: _Symbols, source, owners: _Owners) -> Row:
+def _row(node, result, modules, symbols: Symbols, source, owners: _Owners) -> Row:
     module, op = _module_of(node, modules)
     tensor = _first_tensor(result)
     shape = symbols.shape(tensor) if tensor is not None else "-"
@@ -459,13 +436,9 @@ def _finding(rule, message: str, file: str, line: int) -> Finding:
                    line=line, column=1, end_line=line, end_column=1, help=rule.summary, depths=("graph",))
 
 
-def _mismatch(node, error: Exception, target: Target, modules, symbols: _Symbols, runner) -> Finding:
+def _mismatch(node, error: Exception, target: Target, modules, symbols: Symbols, runner) -> Finding:
     module, op = _module_of(node, modules)
-    shapes = []
-    for arg in node.all_input_nodes:
-        value = arg.meta.get("fake")
-        if value is not None:
-            shapes.append(symbols.shape(value))
+    shapes = symbols.inputs(node)
     detail = symbols.text(" ".join(str(error).split()).split(" While executing")[0][:200])
     layer = modules.get(module)
     if isinstance(layer, torch.nn.Linear) and shapes:
