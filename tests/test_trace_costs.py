@@ -143,6 +143,31 @@ def test_buffers_and_frozen_weights_add_no_symbols(capsys, tmp_path):
     assert costs["training_peak_bytes"] is not None  # every formula has a value at --dims
 
 
+BUFFER_INDICES = """
+import torch
+from torch import nn
+
+
+class Positions(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(50, 16)
+        self.register_buffer("ids", torch.arange(50).unsqueeze(0))  # as CLIP's position_ids
+
+    def forward(self, x):
+        return x + self.emb(self.ids)
+"""
+
+
+def test_a_buffer_that_autograd_saves_is_not_an_activation(capsys, tmp_path):
+    """The embedding saves its indices, here the buffer itself (not a fake copy of it): 400 bytes of
+    saved activations were counted before."""
+    (tmp_path / "positions.py").write_text(BUFFER_INDICES)
+    data = traced(capsys, f"{tmp_path}/positions.py:Positions", "--input", "float32[B, 50, 16]")
+    assert by_node(data)["emb"]["saved_bytes"] == 0
+    assert data["costs"]["saved_activations_bytes"] == 0
+
+
 def test_rotary_tables_keep_their_size(capsys):
     data = traced(capsys, f"{MODELS}/llama.py:Llama", "--init-kwargs", TINY_LLAMA, "--dims", "B=2,T=16")
     assert fresh_symbols(data) == []

@@ -65,7 +65,9 @@ class CostMeter:
             try:
                 fake = mode.from_tensor(tensor, static_shapes=True)  # kept: the mode's memo hands it out again
                 self._excluded.add(fake.untyped_storage()._cdata)
-                self._kept.append(fake)
+                # autograd may save the real tensor itself (a buffer passed straight to an op)
+                self._excluded.add(tensor.untyped_storage()._cdata)
+                self._kept += [fake, tensor]
             except Exception:  # noqa: BLE001 - a tensor the fake mode cannot take is simply not excluded
                 continue
 
