@@ -19,10 +19,7 @@ class Symbols:
 
     def render(self, value) -> str:
         if isinstance(value, torch.SymInt):
-            text = str(value.node.expr)
-            for symbol, name in sorted(self.names.items(), key=lambda item: -len(item[0])):
-                text = re.sub(rf"\b{symbol}\b", name, text)
-            return text.replace("*", "·").replace("((", "(").replace("))", ")")
+            return self.text(str(value.node.expr)).replace("*", "·").replace("((", "(").replace("))", ")")
         return str(value)
 
     def text(self, message: str) -> str:

@@ -104,10 +104,15 @@ class LateSteps:
         state = {"calls": self._calls, "keys": self._probe_keys, "probes": self._probes, "loss": self._loss,
                  "site": self._backward_site, "clipped": self._clipped, "grad_bytes": self._grad_bytes,
                  "dead": self._dead.pending, "window": window.take() if window is not None else None}
+        self._reset_step_state()
+        return state
+
+    def _reset_step_state(self) -> None:
         self._calls, self._probe_keys, self._probes, self._dead.pending = [], [], [], []
         self._loss = self._backward_site = None
         self._clipped, self._grad_bytes = False, 0
-        return state
+        if self._loss_window is not None:
+            self._loss_window.clear()
 
     def _put_step_state(self, state: dict) -> None:
         self._calls, self._probe_keys, self._probes = state["calls"], state["keys"], state["probes"]

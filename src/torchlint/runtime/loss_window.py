@@ -72,9 +72,7 @@ class LossWindow(TorchFunctionMode):
         self.records, self.used, self.full = taken
 
     def clear(self) -> None:
-        self.records.clear()
-        self.used = 0
-        self.full = False
+        self.take()
 
     def first_non_finite(self):
         """(op, file, line, stats) of the first recorded op whose inputs are finite and whose output

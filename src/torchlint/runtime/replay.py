@@ -19,6 +19,8 @@ from pathlib import Path
 import torch
 from torch.overrides import TorchFunctionMode
 
+from torchlint.runtime.reductions import float_outputs
+
 TORCH_ROOT = str(Path(torch.__file__).parent)
 HERE = str(Path(__file__).resolve().parents[1])
 _SKIPPED = ("detach", "size", "dim", "isfinite", "all")
@@ -102,8 +104,6 @@ def tensor_stats(tensor: torch.Tensor) -> str:
 def _first_tensor(output):
     """The output tensor whose gradient the watch kept: the first floating-point one of a tuple, a
     list or a dict (see `reductions.float_outputs`), or None."""
-    from torchlint.runtime.reductions import float_outputs
-
     found = float_outputs(output)
     return found[0] if found else None
 

@@ -310,11 +310,16 @@ class Watch(ForwardHooks, LateSteps, StepJudge, SlowPath):
             if self.max_steps is not None and self.step >= self.max_steps:
                 self._judge_late()
                 raise StopRun()
-            self._measuring = _measures(self.step + 1, self.snapshot)
-            self._stack.clear()
-            self.ranks.end_step()
+            self._step_over()
             return
         self._finish_step(step)
+
+    def _step_over(self) -> None:
+        """The next step starts afresh: nothing of this one's calls, probes, loss or stack is kept."""
+        self._measuring = _measures(self.step + 1, self.snapshot)
+        self._stack.clear()
+        self.ranks.end_step()
+        self._reset_step_state()
 
     def _finish_step(self, step: _Step) -> None:
         """Read the step's values (at once, or late), judge them, and start the next step afresh."""
@@ -363,20 +368,8 @@ class Watch(ForwardHooks, LateSteps, StepJudge, SlowPath):
             if param_norms is not None:
                 track.param_norms, track.param_total, track.param_step = param_norms, param_total, self.step
             track.last_step = self.step
-            self._measuring = _measures(self.step + 1, self.snapshot)
             track.lrs, track.clipped = step.lrs, step.clipped  # what the update about to run uses
-            self._probes.clear()
-            self._probe_keys.clear()
-            self._calls.clear()
-            self._grad_bytes = 0
-            self._loss = None
-            self._backward_site = None
-            self._stack.clear()
-            self._clipped = False
-            self.ranks.end_step()
-            self._dead.pending.clear()
-            if self._loss_window is not None:
-                self._loss_window.clear()
+            self._step_over()
 
 
 @dataclass
