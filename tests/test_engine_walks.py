@@ -42,6 +42,33 @@ def test_end_of_file_checks_run_once_after_the_last_walk(monkeypatch):
     assert len(runs) >= 3 and len(finishes) == 1
 
 
+INSTANCE_ARGUMENT = textwrap.dedent("""
+    import torch
+
+    class Meter:
+        def __init__(self):
+            self.total = 0.0
+
+    def record(meter, value):
+        meter.total += value.item()
+
+    def run(values):
+        meter = Meter()
+        for value in values:
+            record(meter, torch.as_tensor(value))
+    """)
+
+
+def test_a_call_passing_an_instance_settles_after_one_re_walk(monkeypatch):
+    # each walk builds its classes anew: a fact naming an instance must compare by its class's
+    # definition, not its object, or the file walks the maximum every time
+    runs = []
+    run = Walker.run
+    monkeypatch.setattr(Walker, "run", lambda self, module: (runs.append(1), run(self, module))[1])
+    assert check_source(INSTANCE_ARGUMENT) == []
+    assert len(runs) == 2
+
+
 def test_files_over_the_line_budget_get_two_walks():
     assert callsites.walks_for(CHAIN) == callsites.MAX_WALKS
     long = CHAIN + "\n" * callsites.BIG_FILE_LINES

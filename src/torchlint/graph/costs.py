@@ -81,12 +81,13 @@ class CostMeter:
         return tensor, tensor._version  # hooks switch autograd's own version check off: _unpack does it
 
     @contextmanager
-    def node(self, cost: NodeCost, attention: list | None = None):
+    def node(self, cost: NodeCost, attention: list | None = None, translate: dict | None = None):
         """Measure the node run inside: ``cost`` is filled in when the block ends. For an attention
         call (``attention``: its query, key and value), what a fused kernel saves is counted: on the
         meta device the math kernel runs and saves the [B, H, T, T] weights, which flash and
         memory-efficient attention never hold; they keep q, k, v, the output and a float32
-        log-sum-exp per row."""
+        log-sum-exp per row. ``translate``: storage keys of input objects -> the storages those
+        inputs stand for (reuse.py hands one block's objects to the next)."""
         self._pending.clear()
         self.output = None
         with FlopCounterMode(display=False) as counter:
@@ -97,20 +98,28 @@ class CostMeter:
         if attention is not None and isinstance(output, torch.Tensor) and output.dim() >= 2:
             tensors = [*attention, output]
             rows = expr(output.numel()) / expr(output.shape[-1])
-            key = -len(self.sizes) - 1  # the log-sum-exp: a storage of its own
-            self.sizes[key] = rows * 4
-            cost.saved_keys.append(key)
-            cost.saved += rows * 4
+            self.count_saved(cost, self.new_key(rows * 4), None)  # the log-sum-exp: a storage of its own
         for tensor in tensors:
             key = self.key(tensor)
-            if key is None or key in cost.saved_keys:
-                continue
-            cost.saved_keys.append(key)
-            if key not in self._seen:
-                self._seen.add(key)
-                self._kept.append(tensor)
-                cost.saved += self.sizes[key]
+            self.count_saved(cost, translate.get(key, key) if translate else key, tensor)
         self._pending = []
+
+    def new_key(self, size: sympy.Expr) -> int:
+        """A storage no tensor stands for (the fused attention's log-sum-exp), of ``size`` bytes."""
+        key = -len(self.sizes) - 1
+        self.sizes[key] = size
+        return key
+
+    def count_saved(self, cost: NodeCost, key: int | None, tensor) -> None:
+        """The node saves storage ``key``: its bytes count at the first node that saves it."""
+        if key is None or key in cost.saved_keys:
+            return
+        cost.saved_keys.append(key)
+        if key not in self._seen:
+            self._seen.add(key)
+            if tensor is not None:
+                self._kept.append(tensor)
+            cost.saved += self.sizes[key]
 
     def key(self, tensor) -> int | None:
         """The storage an activation lives in (a view's is its base's); None for parameters,
@@ -132,10 +141,10 @@ class CostMeter:
             self._kept.append(tensor)
         return key
 
-    def keys_of(self, value) -> list[int]:
-        """The activation storages a node's result holds (a tuple's tensors too)."""
-        values = value if isinstance(value, (tuple, list)) else [value]
-        return [k for k in (self.key(v) for v in values) if k is not None]
+    def leaf_keys(self, tensors: list, translate: dict | None = None) -> list[int | None]:
+        """The activation storage of each tensor (None: not an activation), translated."""
+        keys = [self.key(tensor) for tensor in tensors]
+        return [translate.get(k, k) for k in keys] if translate else keys
 
 
 def _unpack(packed):

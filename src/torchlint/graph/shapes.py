@@ -16,6 +16,7 @@ import sys
 import traceback
 from contextlib import contextmanager, redirect_stderr
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 import torch
@@ -30,6 +31,7 @@ from torchlint.graph.catalog import SHAPE_MISMATCH, SHAPE_SPECIALIZATION
 from torchlint.graph.costs import CostMeter, NodeCost, is_attention, nbytes
 from torchlint.graph.errors import TraceInputError, clip_words
 from torchlint.graph.inputs import InputSpec
+from torchlint.graph.reuse import NodeMemo, input_keys, tensor_leaves
 from torchlint.graph.symbols import Symbols
 from torchlint.graph.target import Target
 from torchlint.report.text import display_path
@@ -67,6 +69,7 @@ class TraceReport:
     costs: object = None  # a costs.CostSummary
     symbols: object = None  # the ShapeEnv symbol -> user name map
     meter: object = None  # the costs.CostMeter that measured the rows
+    reused: object = None  # the reuse.NodeMemo (None: every node ran)
 
 
 def infer_inputs(model: torch.nn.Module) -> tuple[list[InputSpec], str]:
@@ -197,7 +200,7 @@ def _source_of(node: torch.fx.Node, source: Path | None) -> tuple[str | None, in
     own = other = None
     for match in _FRAME.finditer(trace_text):
         path = Path(match.group("file"))
-        if source is not None and path.resolve() == source:
+        if source is not None and _resolved(match.group("file")) == source:
             own = (str(path), int(match.group("line")))
         elif not match.group("file").startswith(_TORCH_ROOT) and "site-packages/torch/" not in match.group("file"):
             other = (str(path), int(match.group("line")))
@@ -208,7 +211,14 @@ def _source_of(node: torch.fx.Node, source: Path | None) -> tuple[str | None, in
 _TORCH_ROOT = str(Path(torch.__file__).resolve().parent)
 
 
-def propagate(target: Target, gm: torch.fx.GraphModule, inputs: list[InputSpec]) -> TraceReport:
+@lru_cache(maxsize=1024)
+def _resolved(file: str) -> Path:
+    """A frame's file, resolved once (every node's stack names the same few files)."""
+    return Path(file).resolve()
+
+
+def propagate(target: Target, gm: torch.fx.GraphModule, inputs: list[InputSpec], reuse: bool = True) -> TraceReport:
+    """Run the graph on fake tensors; ``reuse``: repeated blocks' nodes take the first one's result (reuse.py)."""
     shape_env = ShapeEnv()
     mode = FakeTensorMode(shape_env=shape_env, allow_non_fake_inputs=True)
     symbols = Symbols()
@@ -233,6 +243,10 @@ def propagate(target: Target, gm: torch.fx.GraphModule, inputs: list[InputSpec])
     meter.exclude(mode, [*gm.buffers(), *(p for p in gm.parameters() if not p.requires_grad)])
     modules = dict(gm.named_modules())
     owners = _Owners(target.model, modules)
+    inplace = [n for n in gm.graph.nodes if n.op == "call_method" and str(n.target).endswith("_")
+               and not str(n.target).startswith("_")]
+    memo = None if inplace or not reuse else NodeMemo(meter)  # the backward check needs the real graph
+    report.reused = memo
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     if len(placeholders) != len(fakes):
         raise TraceInputError(f"{target.name}.forward takes {len(placeholders)} input(s) but {len(fakes)} "
@@ -246,32 +260,53 @@ def propagate(target: Target, gm: torch.fx.GraphModule, inputs: list[InputSpec])
             return super().call_module(target, args, kwargs)
 
         def run_node(self, node: torch.fx.Node):
-            pinned_before = _pinned(shape_env, symbols)
-            guards_before = len(shape_env.guards)
             cost = NodeCost()
-            attention = [a.meta.get("fake") if isinstance(a, torch.fx.Node) else None
-                         for a in node.args[:3]] if is_attention(node) else None
-            if attention is not None and not all(isinstance(a, torch.Tensor) for a in attention):
-                attention = None
-            try:
-                with mode, meter.node(cost, attention):
-                    result = super().run_node(node)
-                    meter.output = result
-            except Exception as error:
-                raise _NodeFailure(node, error) from None
+            key = translate = None
+            if memo is not None:
+                args, kwargs = self.fetch_args_kwargs_from_env(node)
+                in_keys = input_keys(node)
+                layer = self.fetch_attr(node.target) if node.op == "call_module" else None
+                key = memo.key(node, layer, args, kwargs)
+            if key is not None and key in memo.entries:
+                result, out_keys = memo.replay(key, in_keys, cost)
+            else:
+                if memo is not None:  # inputs may be objects a reused node handed out: their own storages
+                    with mode:
+                        args, kwargs, translate = memo.distinct(args, kwargs, in_keys)
+                else:
+                    args, kwargs = self.fetch_args_kwargs_from_env(node)
+                result = self._run(node, args, kwargs, cost, translate)
+                out_keys = meter.leaf_keys(tensor_leaves(result), translate)
+                if key is not None:
+                    memo.remember(key, args, kwargs, in_keys, result, out_keys, cost)
             node.meta["fake"] = result
-            for symbol, value in _pinned(shape_env, symbols).items():
-                if symbol not in pinned_before:
-                    guards = [symbols.text(str(g.expr)) for g in shape_env.guards[guards_before:]]
-                    report.findings.append(_specialization(node, symbol, value, target, modules, guards))
+            node.meta["keys"] = out_keys
             row = _row(node, result, modules, symbols, target.source, owners)
             row.flops, row.saved = cost.flops, cost.saved
             node.meta["cost"] = cost
-            node.meta["storages"] = meter.keys_of(result)
+            node.meta["storages"] = [k for k in out_keys if k is not None]
             tensor = _first_tensor(result)
             if tensor is not None:
                 row.output_bytes = nbytes(tensor)
             report.rows.append(row)
+            return result
+
+        def _run(self, node: torch.fx.Node, args, kwargs, cost: NodeCost, translate: dict | None):
+            pinned_before = _pinned(shape_env, symbols)
+            guards_before = len(shape_env.guards)
+            attention = list(args[:3]) if is_attention(node) else None
+            if attention is not None and not all(isinstance(a, torch.Tensor) for a in attention):
+                attention = None
+            try:
+                with mode, meter.node(cost, attention, translate), self._set_current_node(node):
+                    result = getattr(self, node.op)(node.target, args, kwargs)
+                    meter.output = result
+            except Exception as error:
+                raise _NodeFailure(node, error) from None
+            for symbol, value in _pinned(shape_env, symbols).items():
+                if symbol not in pinned_before:
+                    guards = [symbols.text(str(g.expr)) for g in shape_env.guards[guards_before:]]
+                    report.findings.append(_specialization(node, symbol, value, target, modules, guards))
             return result
 
     output = None
@@ -284,8 +319,7 @@ def propagate(target: Target, gm: torch.fx.GraphModule, inputs: list[InputSpec])
 
     numerics = GraphNumerics(gm, lambda node: _location(node, target))
     report.findings.extend(numerics.run())
-    inplace = [n for n in gm.graph.nodes if n.op == "call_method" and str(n.target).endswith("_")
-               and not str(n.target).startswith("_") and "fake" in n.meta]
+    inplace = [n for n in inplace if "fake" in n.meta]
     if output is not None and inplace:
         error = _backward_error(output, mode)
         if error is not None:

@@ -156,11 +156,18 @@ def informative(value: Value) -> bool:
 
 def signature(facts: dict[int, dict[str, Value]], grad_off: frozenset[int] = frozenset(),
               fp16: frozenset[int] = frozenset()) -> Any:
-    """A cheap comparable form of the facts: did a re-walk learn anything new?"""
+    """A cheap comparable form of the facts: did a re-walk learn anything new?
+
+    A class is named by where it is defined, not by its object: each walk builds its classes anew,
+    and an identity here would make every file whose calls pass an instance walk the maximum."""
     return sorted(grad_off), sorted(fp16), sorted(
-        (key, name, v.kind, v.op, v.prob, v.zero, v.tracked, v.lo, v.hi, v.qual, id(v.cls), v.desc,
+        (key, name, v.kind, v.op, v.prob, v.zero, v.tracked, v.lo, v.hi, v.qual, _class_key(v.cls), v.desc,
          v.rng is not None, tuple((i.op, i.tracked, i.prob, i.zero) for i in v.items) if v.kind == "list" else ())
         for key, params in facts.items() for name, v in params.items())
+
+
+def _class_key(info) -> tuple | None:
+    return None if info is None else (info.module, info.name, tuple(info.bases))
 
 
 def qualified_functions(module: cst.Module) -> dict[str, cst.FunctionDef]:
