@@ -31,6 +31,7 @@ from torchlint.graph.catalog import SHAPE_MISMATCH, SHAPE_SPECIALIZATION
 from torchlint.graph.costs import CostMeter, NodeCost, is_attention, nbytes
 from torchlint.graph.errors import TraceInputError, clip_words
 from torchlint.graph.inputs import InputSpec
+from torchlint.graph.repeat import export_repeated
 from torchlint.graph.reuse import NodeMemo, input_keys, tensor_leaves
 from torchlint.graph.symbols import Symbols
 from torchlint.graph.target import Target
@@ -92,9 +93,10 @@ def infer_inputs(model: torch.nn.Module) -> tuple[list[InputSpec], str]:
     raise TraceInputError("cannot infer the input from the model's first layer: pass --input 'float32[B, ...]'")
 
 
-def trace(target: Target, inputs: list[InputSpec] | None = None) -> torch.fx.GraphModule:
+def trace(target: Target, inputs: list[InputSpec] | None = None, repeat: bool = True) -> torch.fx.GraphModule:
     """torch.fx first; if it cannot trace (Python control flow on shapes, say), non-strict
-    torch.export; if both fail, one line naming the user's frame where tracing stopped."""
+    torch.export (``repeat``: of two alike blocks, repeated, see repeat.py); if both fail, one line
+    naming the user's frame where tracing stopped."""
     tracer = torch.fx.Tracer()
     tracer.record_stack_traces = True
     tracer.proxy_buffer_attributes = True  # `self.cos[:t]` with a traced t
@@ -106,13 +108,16 @@ def trace(target: Target, inputs: list[InputSpec] | None = None) -> torch.fx.Gra
         if inputs:
             try:
                 with _quiet():
-                    gm = _export(target, inputs)
+                    repeated = export_repeated(target.model, lambda: _export(target, inputs)) if repeat else None
+                    gm = repeated[0] if repeated is not None else _export(target, inputs)
             except Exception as export_error:
                 export_reason = clip_words(" ".join(str(export_error).split()).split(" (unhinted")[0], 200)
                 raise TraceInputError(f"{target.name} does not trace with torch.fx{where}: {reason}; "
                                       f"torch.export failed too: {export_reason}") from None
             target.notes.append(f"torch.fx could not trace {target.name}{where}; traced with torch.export "
                                 "(non-strict) instead")
+            if repeated is not None:
+                target.notes.append(repeated[1])
             return gm
         raise TraceInputError(f"{target.name} does not trace with torch.fx{where}: {reason}") from None
     return torch.fx.GraphModule(tracer.root, graph)
