@@ -54,6 +54,37 @@ def test_unpacking_a_shorter_shape_is_tl601_at_its_line(capsys):
     assert finding["message"].startswith("getitem: torch.Size([B, 64])[2]: tuple index out of range")
 
 
+def test_unpacking_a_longer_shape_is_tl601_at_its_line(capsys):
+    """fx turns `b, t, d = x.shape` into three indexings that succeed on a 4-dim x: the error surfaced at
+    the first view two lines later. Python raises at the unpacking, and so does the report now."""
+    code, data = layers(capsys, f"{MODELS}/attention.py:Attention", "--input", "float32[B, T, 2, 64]")
+    assert code == 1
+    [finding] = data["findings"]
+    assert (finding["code"], finding["location"]["row"]) == ("TL601", 18)
+    assert finding["message"] == "getattr: [B, T, 2, 64]: too many values to unpack (expected 3, got 4)"
+
+
+INDEXED_SIZES = """import torch.nn as nn
+
+
+class Heads(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(64, 64)
+
+    def forward(self, x):
+        return self.proj(x).view(x.shape[0], x.shape[1], x.shape[2], -1)
+"""
+
+
+def test_indexing_some_sizes_of_a_longer_shape_is_not_unpacking(capsys, tmp_path):
+    path = tmp_path / "heads.py"
+    path.write_text(INDEXED_SIZES)
+    code, data = layers(capsys, f"{path}:Heads", "--input", "float32[B, T, 2, 64]")
+    assert code == 0 and data["findings"] == []
+    assert shapes_of(data)["output"] == "[B, T, 2, 64]"
+
+
 def test_node_values_as_shape_text():
     from torchlint.graph.symbols import Symbols
 

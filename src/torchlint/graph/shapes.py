@@ -8,8 +8,11 @@ source line fx recorded for the node.
 
 from __future__ import annotations
 
+import ast
 import io
+import linecache
 import logging
+import operator
 import os
 import re
 import sys
@@ -284,6 +287,8 @@ def propagate(target: Target, gm: torch.fx.GraphModule, inputs: list[InputSpec],
                 out_keys = meter.leaf_keys(tensor_leaves(result), translate)
                 if key is not None:
                     memo.remember(key, args, kwargs, in_keys, result, out_keys, cost)
+            if isinstance(result, torch.Size):
+                _check_unpacking(node, result, target.source)
             node.meta["fake"] = result
             node.meta["keys"] = out_keys
             row = _row(node, result, modules, symbols, target.source, owners)
@@ -337,6 +342,37 @@ def propagate(target: Target, gm: torch.fx.GraphModule, inputs: list[InputSpec],
                 f"needs; a backward pass on fake tensors fails with: {symbols.text(error)}", file, line))
     report.findings.sort(key=lambda f: (f.path, f.line, f.code))
     return report
+
+
+def _check_unpacking(node: torch.fx.Node, size: torch.Size, source: Path | None) -> None:
+    """`b, t, d = x.shape` of a 4-dim x: Python raises at that line, but fx turns the unpacking into
+    three indexings that succeed, and the error would surface layers later. The source line says
+    whether the sizes are unpacked, and into how many names."""
+    users = list(node.users)
+    if not users or any(u.target is not operator.getitem or not isinstance(u.args[1], int) for u in users):
+        return
+    file, line = _source_of(node, source)
+    names = _unpacked_names(file, line) if file is not None else None
+    if names is not None and names < len(size):
+        raise _NodeFailure(node, ValueError(f"too many values to unpack (expected {names}, got {len(size)})"))
+
+
+def _unpacked_names(file: str, line: int) -> int | None:
+    """How many plain names the statement at ``file:line`` unpacks `.shape` / `.size()` into, if it does."""
+    text = linecache.getline(file, line).strip()
+    try:
+        statement = ast.parse(text).body[0] if text else None
+    except SyntaxError:
+        return None
+    if not isinstance(statement, ast.Assign) or len(statement.targets) != 1:
+        return None
+    target, value = statement.targets[0], statement.value
+    if not isinstance(target, (ast.Tuple, ast.List)) or not all(isinstance(e, ast.Name) for e in target.elts):
+        return None
+    sizes = (isinstance(value, ast.Attribute) and value.attr == "shape") or (
+        isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "size"
+        and not value.args and not value.keywords)
+    return len(target.elts) if sizes else None
 
 
 def _recurrent_outputs(layer: torch.nn.RNNBase, x: torch.Tensor):
