@@ -24,6 +24,8 @@ CASES = [
     ("gpt_neox", DECODER),
     ("bert", DECODER),
     ("distilbert", {"n_layers": LAYERS, "dim": 32, "hidden_dim": 64, "n_heads": 2, "vocab_size": 100}),
+    # constants the export lifts out of each block's forward (falcon's rotary indices): one per block
+    ("falcon", {"num_hidden_layers": LAYERS, "hidden_size": 32, "num_attention_heads": 2, "vocab_size": 100}),
 ]
 
 

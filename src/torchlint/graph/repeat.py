@@ -90,15 +90,18 @@ def _repeat(gm: torch.fx.GraphModule, model: torch.nn.Module, name: str, count: 
     where = {node: _block_index(node, prefix) for node in nodes}
     first = [n for n in nodes if where[n] == 0]
     second = [n for n in nodes if where[n] == 1]
-    if not first or len(first) != len(second):
+    if not first or not second or len(first) < len(second):
         return False
     position = {node: i for i, node in enumerate(nodes)}
     start, end = position[second[0]], position[second[-1]]
     if end - start + 1 != len(second) or position[first[-1]] > start:
         return False  # block 1 is not one run of nodes after block 0
-    if any((a.op, a.target) != (b.op, b.target) for a, b in zip(first, second, strict=True)):
+    # block 0 may start with values made at their first use and shared by every block after (the export's
+    # sizes of the input, a mask): block 1 matches block 0's last nodes, and reads those first ones as shared
+    tail = first[len(first) - len(second):]
+    if any((a.op, a.target) != (b.op, b.target) for a, b in zip(tail, second, strict=True)):
         return False
-    in_first = {node: i for i, node in enumerate(first)}
+    in_first = {node: i for i, node in enumerate(tail)}
     in_second = set(second)
     later = nodes[end + 1:]
     if any(source in in_first for node in later for source in node.all_input_nodes):
@@ -106,15 +109,15 @@ def _repeat(gm: torch.fx.GraphModule, model: torch.nn.Module, name: str, count: 
     own = f"{name}.1."
     # block 1's parameters read before the block (as export places them): each block's in the same order after
     attributes = [n for n in nodes if n.op == "get_attr" and str(n.target).startswith(own) and n not in in_second]
-    attribute_anchor = attributes[-1] if attributes else None
+    anchors = {_is_constant(n): n for n in attributes}  # the last of each kind: held tensors, lifted constants
     made = {node: node for node in second}  # block 1's node -> the same node of the latest block
     anchor = second[-1]
     for block in range(2, count):
         renamed = f"{name}.{block}."
         copies: dict = {}
         for source in attributes:
-            with graph.inserting_after(attribute_anchor):
-                copies[source] = attribute_anchor = _own_attribute(gm, model, source, own, renamed)
+            with graph.inserting_after(anchors[_is_constant(source)]):
+                copies[source] = anchors[_is_constant(source)] = _own_attribute(gm, model, source, own, renamed)
 
         def remap(source, copies=copies, made=made):
             if source in copies:
@@ -144,12 +147,18 @@ def _repeat(gm: torch.fx.GraphModule, model: torch.nn.Module, name: str, count: 
 
 def _own_attribute(gm, model, source: torch.fx.Node, own: str, renamed: str) -> torch.fx.Node:
     """A get_attr of block k's own parameter (at the insertion point), registered on ``gm`` under the
-    model's name for it."""
+    model's name for it. A constant the export lifted out of block 1's forward (``lifted_tensor_2``),
+    which the model does not hold, is copied: each block made its own."""
     target = renamed + str(source.target)[len(own):]
     tensor = _model_tensor(model, target)
+    constant = tensor is None and "lifted_tensor" in str(source.target) and \
+        _model_tensor(model, str(source.target)) is None
+    if constant:
+        tensor = _gm_tensor(gm, str(source.target))
+        tensor = tensor.clone() if tensor is not None else None
     if tensor is None:
         raise _NotAlike(target)
-    _assign(gm, target, tensor)
+    _assign(gm, target, tensor, constant)
     node = gm.graph.get_attr(target)
     node.meta = dict(source.meta)
     return node
@@ -169,7 +178,20 @@ def _model_tensor(model: torch.nn.Module, target: str):
             return None
 
 
-def _assign(gm: torch.nn.Module, target: str, tensor: torch.Tensor) -> None:
+def _is_constant(node: torch.fx.Node) -> bool:
+    return "lifted_tensor" in str(node.target)
+
+
+def _gm_tensor(gm: torch.nn.Module, target: str):
+    owner = gm
+    for part in target.split("."):
+        owner = getattr(owner, part, None)
+    return owner if isinstance(owner, torch.Tensor) else None
+
+
+def _assign(gm: torch.nn.Module, target: str, tensor: torch.Tensor, constant: bool) -> None:
+    """``tensor`` at ``target`` of ``gm``: a parameter, a buffer, or (``constant``) a plain attribute,
+    as the export holds a lifted constant (not a buffer: the meter would take it for one)."""
     *path, leaf = target.split(".")
     owner = gm
     for part in path:
@@ -178,6 +200,8 @@ def _assign(gm: torch.nn.Module, target: str, tensor: torch.Tensor) -> None:
         owner = getattr(owner, part)
     if isinstance(tensor, torch.nn.Parameter):
         owner.register_parameter(leaf, tensor)
+    elif constant:
+        setattr(owner, leaf, tensor)
     else:
         owner.register_buffer(leaf, tensor)
 
