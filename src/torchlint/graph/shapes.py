@@ -8,11 +8,8 @@ source line fx recorded for the node.
 
 from __future__ import annotations
 
-import ast
 import io
-import linecache
 import logging
-import operator
 import os
 import re
 import sys
@@ -34,10 +31,12 @@ from torchlint.graph.catalog import SHAPE_MISMATCH, SHAPE_SPECIALIZATION
 from torchlint.graph.costs import CostMeter, NodeCost, is_attention, nbytes
 from torchlint.graph.errors import TraceInputError, clip_words
 from torchlint.graph.inputs import InputSpec
+from torchlint.graph.recurrent import recurrent_outputs
 from torchlint.graph.repeat import export_repeated
 from torchlint.graph.reuse import NodeMemo, input_keys, tensor_leaves
 from torchlint.graph.symbols import Symbols
 from torchlint.graph.target import Target
+from torchlint.graph.unpacking import unpacked, unpacking_error
 from torchlint.report.text import display_path
 from torchlint.static.rules.tl203_inplace_on_saved_tensor import InplaceOnSavedTensor
 
@@ -264,7 +263,7 @@ def propagate(target: Target, gm: torch.fx.GraphModule, inputs: list[InputSpec],
         def call_module(self, target, args, kwargs):
             layer = self.fetch_attr(target)
             if isinstance(layer, torch.nn.RNNBase) and args and isinstance(args[0], torch.Tensor):
-                return _recurrent_outputs(layer, args[0])
+                return recurrent_outputs(layer, args[0])
             return super().call_module(target, args, kwargs)
 
         def run_node(self, node: torch.fx.Node):
@@ -287,8 +286,10 @@ def propagate(target: Target, gm: torch.fx.GraphModule, inputs: list[InputSpec],
                 out_keys = meter.leaf_keys(tensor_leaves(result), translate)
                 if key is not None:
                     memo.remember(key, args, kwargs, in_keys, result, out_keys, cost)
-            if isinstance(result, torch.Size):
-                _check_unpacking(node, result, target.source)
+            if isinstance(result, torch.Size) and unpacked(node):
+                error = unpacking_error(result, *_source_of(node, target.source))
+                if error is not None:
+                    raise _NodeFailure(node, error)
             node.meta["fake"] = result
             node.meta["keys"] = out_keys
             row = _row(node, result, modules, symbols, target.source, owners)
@@ -342,60 +343,6 @@ def propagate(target: Target, gm: torch.fx.GraphModule, inputs: list[InputSpec],
                 f"needs; a backward pass on fake tensors fails with: {symbols.text(error)}", file, line))
     report.findings.sort(key=lambda f: (f.path, f.line, f.code))
     return report
-
-
-def _check_unpacking(node: torch.fx.Node, size: torch.Size, source: Path | None) -> None:
-    """`b, t, d = x.shape` of a 4-dim x: Python raises at that line, but fx turns the unpacking into
-    three indexings that succeed, and the error would surface layers later. The source line says
-    whether the sizes are unpacked, and into how many names."""
-    users = list(node.users)
-    if not users or any(u.target is not operator.getitem or not isinstance(u.args[1], int) for u in users):
-        return
-    file, line = _source_of(node, source)
-    names = _unpacked_names(file, line) if file is not None else None
-    if names is not None and names < len(size):
-        raise _NodeFailure(node, ValueError(f"too many values to unpack (expected {names}, got {len(size)})"))
-
-
-def _unpacked_names(file: str, line: int) -> int | None:
-    """How many plain names the statement at ``file:line`` unpacks `.shape` / `.size()` into, if it does."""
-    text = linecache.getline(file, line).strip()
-    try:
-        statement = ast.parse(text).body[0] if text else None
-    except SyntaxError:
-        return None
-    if not isinstance(statement, ast.Assign) or len(statement.targets) != 1:
-        return None
-    target, value = statement.targets[0], statement.value
-    if not isinstance(target, (ast.Tuple, ast.List)) or not all(isinstance(e, ast.Name) for e in target.elts):
-        return None
-    sizes = (isinstance(value, ast.Attribute) and value.attr == "shape") or (
-        isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "size"
-        and not value.args and not value.keywords)
-    return len(target.elts) if sizes else None
-
-
-def _recurrent_outputs(layer: torch.nn.RNNBase, x: torch.Tensor):
-    """nn.LSTM/GRU/RNN output shapes from their configuration. Running them on fake tensors unrolls
-    time steps in Python and pins batch and length to the example sizes: an artefact, not a bug."""
-    if x.shape[-1] != layer.input_size:
-        raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected {layer.input_size}, got {x.shape[-1]}")
-    directions = 2 if layer.bidirectional else 1
-    proj = getattr(layer, "proj_size", 0) or 0
-    features = (proj or layer.hidden_size) * directions
-    if x.dim() == 2:  # unbatched: (T, input_size)
-        output = x.new_empty((x.shape[0], features))
-        state_shape = (layer.num_layers * directions, proj or layer.hidden_size)
-        cell_shape = (layer.num_layers * directions, layer.hidden_size)
-    else:
-        batch = x.shape[0] if layer.batch_first else x.shape[1]
-        output = x.new_empty((*x.shape[:2], features))
-        state_shape = (layer.num_layers * directions, batch, proj or layer.hidden_size)
-        cell_shape = (layer.num_layers * directions, batch, layer.hidden_size)
-    hidden = x.new_empty(state_shape)
-    if isinstance(layer, torch.nn.LSTM):
-        return output, (hidden, x.new_empty(cell_shape))
-    return output, hidden
 
 
 def _backward_error(output, mode: FakeTensorMode) -> str | None:
