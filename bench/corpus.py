@@ -67,6 +67,11 @@ PROJECTS = (
     Project("alpaca-lora", "tloen/alpaca-lora", "8bb8579e403dc78e37fe81ffbb253c413007323f", (".",)),
     Project("yolov5", "ultralytics/yolov5", "5081342f04fb287fc2e5f2b5a4e06752b7937b1c", (".",)),
     Project("mingpt", "karpathy/minGPT", "37baab71b9abea1b76ab957409a1cc2fbfba8a26", (".",)),
+    # Self-supervised and diffusion training code (added in stop 32): AMP, gradient accumulation,
+    # teacher-student updates, EMA.
+    Project("mae", "facebookresearch/mae", "efb2a8062c206524e35e47d04501ed4f544c0ae8", (".",)),
+    Project("dino", "facebookresearch/dino", "7c446df5b9f45747937fb0d72314eb9f7b66930a", (".",)),
+    Project("dit", "facebookresearch/DiT", "ed81ce2229091fd4ecc9a223645f95cf379d582b", (".",)),
 )
 
 

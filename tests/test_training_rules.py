@@ -857,6 +857,32 @@ CASES = {
         torch.manual_seed(1)
         x = torch.randn(3) + random.random()
         """, set()),
+    "clean: a transform's draws run in the DataLoader workers, which PyTorch seeds from torch's seed": ("""
+        import random
+        import numpy as np
+        import torch
+        from torch.utils.data import DataLoader
+        class Blur:
+            def __call__(self, img):
+                return img if random.random() < 0.5 else img * 0.5
+        def main(dataset, seed, workers):
+            torch.manual_seed(seed)
+            np.random.seed(seed)
+            return DataLoader(dataset, batch_size=8, num_workers=workers)
+        """, set()),
+    "a transform's draws made in the main process: this file's loader has no workers": ("""
+        import random
+        import numpy as np
+        import torch
+        from torch.utils.data import DataLoader
+        class Blur:
+            def __call__(self, img):
+                return img if random.random() < 0.5 else img * 0.5
+        def main(dataset, seed):
+            torch.manual_seed(seed)
+            np.random.seed(seed)
+            return DataLoader(dataset, batch_size=8)
+        """, {("TL501", 10)}),
     "CUBLAS config set after CUDA work": ("""
         import os
         import torch

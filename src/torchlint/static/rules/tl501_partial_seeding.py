@@ -6,11 +6,15 @@ from pathlib import Path
 
 from torchlint.rule import RuleInfo
 from torchlint.static.interpret.context import CallInfo, FileContext
-from torchlint.static.interpret.seeding import SEED_CALLS, SEEDERS, SEEDS_EVERYTHING, rng_used
+from torchlint.static.interpret.seeding import PER_ITEM, SEED_CALLS, SEEDERS, SEEDS_EVERYTHING, rng_used
 from torchlint.static.project_env import imported_within
 from torchlint.static.rules.base import Rule
 
 IMPORT_LEVELS, MAX_IMPORTED = 2, 40  # project modules whose draws count as the program's
+# A dataset's or a transform's per-item code runs in DataLoader workers when there are any, where
+# PyTorch seeds `random`, NumPy and torch per worker from the loader's base seed (itself drawn from the
+# seeded torch generator): its draws are not unseeded unless this file's loader has no workers.
+WORKER_SIDE = PER_ITEM - {"forward"}
 
 class PartialSeeding(Rule):
     info = RuleInfo(
@@ -30,9 +34,10 @@ class PartialSeeding(Rule):
         if "torch" not in seeded and len(seeded) < 2:
             return  # one algorithm-local seed (np.random.seed for a sampling scheme) is not run seeding
         used: dict[str, CallInfo] = {}
+        in_main = _items_in_main_process(ctx, calls)
         for call in calls:
             rng = rng_used(call)
-            if rng is not None:
+            if rng is not None and (in_main or call.scope.function not in WORKER_SIDE):
                 used.setdefault(rng, call)
         missing = sorted(rng for rng in used if rng not in seeded)
         if not missing:
@@ -86,3 +91,16 @@ class PartialSeeding(Rule):
             )
             return
 
+
+def _items_in_main_process(ctx: FileContext, calls: list[CallInfo]) -> bool:
+    """This file builds a DataLoader without workers (num_workers absent or 0): its items are made in
+    the main process, with the main process's generators."""
+    for call in calls:
+        if call.form == "function" and (call.qual or "").endswith("DataLoader"):
+            workers = call.kwargs.get("num_workers")
+            if workers is None:
+                return True
+            value = ctx.value(workers)
+            if value.op == "const" and value.const == 0:
+                return True
+    return False
