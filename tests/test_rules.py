@@ -918,6 +918,33 @@ CASES = {
             total = scatter_sum(out, index, n)
             return out / (total[index] + 1e-16)
         """, {("TL115", 6)}),
+    "clean: exp of a nonnegative map divided by its own max (at most 1), alone or plus an eps literal or setting": ("""
+        import torch
+        import torch.nn.functional as F
+        class SoftDetection(torch.nn.Module):
+            def __init__(self, eps=1e-8):
+                super().__init__()
+                self.eps = eps
+            def forward(self, feats):
+                feats = F.relu(feats)
+                top = feats.view(feats.size(0), -1).max(dim=1)[0].view(-1, 1, 1, 1)
+                a = torch.exp(feats / top)
+                b = torch.exp(feats / (top + 1e-8))
+                c = torch.exp(feats / (top + self.eps))
+                return a / a.sum() + b / b.sum() + c / c.sum()
+        """, set()),
+    "a signed map over the max of its positive part, or over its max minus something, is not bounded": ("""
+        import torch
+        class SoftDetection(torch.nn.Module):
+            def __init__(self, eps=1e-8):
+                super().__init__()
+                self.eps = eps
+            def forward(self, feats):
+                top = torch.relu(feats).amax()
+                a = torch.exp(feats / (top + self.eps))
+                b = torch.exp(torch.relu(feats) / (torch.relu(feats).amax() - 1.0))
+                return a / a.sum(), b / b.sum()
+        """, {("TL115", 9), ("TL115", 10)}),
     "clean: max-shifted exp, bounded scores, exp divided by something else": ("""
         import torch
         def a(scores):

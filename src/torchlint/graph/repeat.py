@@ -14,6 +14,8 @@ whole model instead.
 
 from __future__ import annotations
 
+import warnings
+
 import torch
 
 from torchlint.graph.costs import blocks_of
@@ -159,7 +161,9 @@ def _own_attribute(gm, model, source: torch.fx.Node, own: str, renamed: str) -> 
     if tensor is None:
         raise _NotAlike(target)
     _assign(gm, target, tensor, constant)
-    node = gm.graph.get_attr(target)
+    with warnings.catch_warnings():  # fx warns of a plain tensor attribute: the export holds its constants so
+        warnings.simplefilter("ignore", UserWarning)
+        node = gm.graph.get_attr(target)
     node.meta = dict(source.meta)
     return node
 

@@ -75,6 +75,16 @@ def _fold(op: str, left: float, right: float) -> float | None:
     return None
 
 
+def _top_of(left: Value, right: Value):
+    """What `x.max() + y` is the max of, when y is an eps-like term (not negative, or a setting of
+    unknown value such as `self.eps`): the sum is at least every element of x."""
+    for top, other in ((left, right), (right, left)):
+        if top.op in ("max", "amax") and top.of is not None and (
+                other.lo >= 0 or (other.op is None and other.kind is None and other.span == (-ranges.INF, ranges.INF))):
+            return top.of
+    return None
+
+
 def _add(left: Value, right: Value, node, half: bool) -> Value:
     lo, hi = ranges.add(left.span, right.span, half)
     tracked = tracked_of(left, right)
@@ -82,15 +92,17 @@ def _add(left: Value, right: Value, node, half: bool) -> Value:
         if guard.op == "const" and guard.const is not None and guard.const > 0 and guarded.lo >= 0:
             # `x + eps`: the eps is the value itself wherever x is exactly 0 (it may round away in float16).
             eps = guard.const if guarded.zero == ROUTINE else None
+            # `x.max() + eps` is still at least every element of x: keep what it is the max of
+            top_of = guarded.of if guarded.op in ("max", "amax") else None
             return Value(op="add", lo=lo, hi=hi, zero=guarded.zero, eps=eps if lo > 0 else None,
-                         desc=guarded.desc, half=half, tracked=tracked, node=node)
+                         desc=guarded.desc, half=half, tracked=tracked, node=node, of=top_of)
     zero = min(left.zero, right.zero) if left.lo >= 0 and right.lo >= 0 else NONE
     if left.op in MIXTURE_PARTS and right.op in MIXTURE_PARTS and "weighted" in (left.op, right.op):
         # p * softmax(a) + (1 - p) * softmax(b): a mixture, 0 wherever every component underflows
         return Value(op="mixture", lo=lo, hi=hi, zero=zero, prob=True, desc="a mixture of softmax outputs",
                      half=half, tracked=tracked, node=node)
     return Value(op="add", lo=lo, hi=hi, zero=zero, desc=left.desc or right.desc, half=half,
-                 unbounded=left.unbounded or right.unbounded, tracked=tracked, node=node,
+                 unbounded=left.unbounded or right.unbounded, tracked=tracked, node=node, of=_top_of(left, right),
                  squared_distance=left.squared_distance and right.squared_distance)
 
 
@@ -158,6 +170,10 @@ def _multiply(left: Value, right: Value, left_node, right_node, node, half: bool
 
 
 def _divide(left: Value, right: Value, node, half: bool) -> Value:
+    if left.lo >= 0 and right.op in ("max", "amax", "add") and right.of is not None and _same(right.of, left):
+        # x / x.max() (+ eps) of a nonnegative x: at most 1 (0 / 0 where x is all zero is the divisor's matter)
+        return Value(op="div", lo=0.0, hi=1.0, zero=left.zero, desc=left.desc if left.zero else "", half=half,
+                     tracked=tracked_of(left, right), node=node)
     if right.op == "const" and right.const and right.const > 0:
         lo, hi = ranges.divide(left.span, right.span, half)
         return left.but(lo=lo, hi=hi, node=node, const=None, eps=None, prob=False) if left is not NOTHING \
