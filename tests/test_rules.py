@@ -550,6 +550,20 @@ CASES = {
             nn.ReLU(True),
         )
         """, {("TL203", 6), ("TL203", 8)}),
+    "residual += on the output of a Sequential that ends in a ReLU (pytorch#5687)": ("""
+        import torch.nn as nn
+        class Block(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.left = nn.Sequential(nn.Conv2d(8, 8, 3, padding=1), nn.ReLU(inplace=True))
+                self.plain = nn.Sequential(nn.Conv2d(8, 8, 3, padding=1), nn.BatchNorm2d(8))
+            def forward(self, x):
+                out = self.left(x)
+                out += x
+                other = self.plain(x)
+                other += x
+                return out + other
+        """, {("TL203", 10)}),
     "in-place multiply of a product, whose backward reads it (prod, cumprod) in forward": ("""
         import torch
         class Jastrow(torch.nn.Module):

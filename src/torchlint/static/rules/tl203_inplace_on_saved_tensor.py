@@ -124,7 +124,10 @@ class InplaceOnSavedTensor(Rule):
     def _check(self, ctx: FileContext, node, target, op: str) -> None:
         value = ctx.value(target)
         producer = ctx.call(value.node)
-        if producer is None or producer.op not in SAVES_OUTPUT or value.kind is not None or ctx.is_claimed(node):
+        # an nn.Sequential's output is its last layer's (`Sequential(conv, ReLU(inplace=True))`)
+        last_layer = producer is not None and producer.op == "sequential" and value.op in SAVES_OUTPUT
+        if producer is None or (producer.op not in SAVES_OUTPUT and not last_layer) or value.kind is not None or \
+                ctx.is_claimed(node):
             return  # only the op's own output (or a view of it), not a copy such as gather()
         if not _recorded(ctx, node, value):
             return
