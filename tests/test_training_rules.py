@@ -602,6 +602,32 @@ CASES = {
                     torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
                     optimizer.step()
         """, {("TL305", 10)}),
+    "an optimizer wrapper's step clips scaled gradients; its caller's loop is in another file": ("""
+        import torch
+        from torch.cuda.amp import GradScaler
+        class Stepper:
+            def __init__(self, params, lr, clip):
+                self.params = list(params)
+                self.optimizer = torch.optim.AdamW(self.params, lr=lr)
+                self.scaler = GradScaler()
+                self.clip = clip
+            def step(self, loss):
+                self.scaler.scale(loss).backward()
+                torch.nn.utils.clip_grad_norm_(self.params, self.clip)
+                self.scaler.step(self.optimizer)
+                self.scaler.update()
+                self.optimizer.zero_grad()
+            def fixed_step(self, loss):
+                self.scaler.scale(loss).backward()
+                self.scaler.unscale_(self.optimizer)
+                torch.nn.utils.clip_grad_norm_(self.params, self.clip)
+                self.scaler.step(self.optimizer)
+                self.scaler.update()
+                self.optimizer.zero_grad()
+            def clip_then_backward(self, loss):
+                torch.nn.utils.clip_grad_norm_(self.params, self.clip)
+                self.scaler.scale(loss).backward()
+        """, {("TL305", 12)}),
     "clean: a step's loss built from two terms with += before backward": ("""
         import torch.nn as nn
         criterion = nn.BCEWithLogitsLoss()

@@ -5,7 +5,15 @@ from __future__ import annotations
 from torchlint.rule import RuleInfo
 from torchlint.static.interpret.context import FileContext
 from torchlint.static.rules.base import Rule
-from torchlint.static.interpret.training import BACKWARD, CLIP, UNSCALE, innermost_training_loops, paths, uses_scaler
+from torchlint.static.interpret.training import (
+    BACKWARD,
+    CLIP,
+    UNSCALE,
+    actions,
+    innermost_training_loops,
+    paths,
+    uses_scaler,
+)
 
 
 class UnscaledClip(Rule):
@@ -19,11 +27,19 @@ class UnscaledClip(Rule):
         for _loop, merged in innermost_training_loops(ctx):
             for steps in paths(merged):
                 self._check_path(ctx, steps)
+        # A step function (an optimizer wrapper's `step(loss)`) that backpropagates through the scaler
+        # and clips: its order is wrong wherever its caller's loop is, even one this file cannot see.
+        for function in ctx.functions:
+            merged = actions(ctx, function)
+            kinds = {action.kind for action in merged}
+            if BACKWARD in kinds and CLIP in kinds and uses_scaler(merged):
+                for steps in paths(merged):
+                    self._check_path(ctx, steps, scaled_before=False)  # only what it scales itself
 
-    def _check_path(self, ctx: FileContext, steps) -> None:
+    def _check_path(self, ctx: FileContext, steps, scaled_before: bool = True) -> None:
         if uses_scaler(steps):
             unscaled = False
-            scaled = True  # no backward seen yet: a helper that clips what the loop scaled
+            scaled = scaled_before  # no backward seen yet: in a loop, a helper that clips what the loop scaled
             for action in steps:
                 if action.kind == UNSCALE:
                     unscaled = True
