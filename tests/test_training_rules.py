@@ -628,6 +628,25 @@ CASES = {
                 torch.nn.utils.clip_grad_norm_(self.params, self.clip)
                 self.scaler.scale(loss).backward()
         """, {("TL305", 12)}),
+    "a tracker method summing each item of the dict that holds the differentiated loss (SSA-SC)": ("""
+        import torch.nn.functional as F
+        class Tracker:
+            def __init__(self, keys):
+                self.losses = {key: 0 for key in keys}
+            def update(self, loss):
+                for key in loss:
+                    self.losses[key] += loss[key]
+        def train(net, optimizer, loader):
+            tracker = Tracker(["total"])
+            for x, y in loader:
+                total = F.cross_entropy(net(x), y)
+                loss = {"total": total, "aux": total * 0.5}
+                optimizer.zero_grad()
+                loss["total"].backward()
+                optimizer.step()
+                tracker.update(loss)
+                tracker.update({key: value.item() for key, value in loss.items()})
+        """, {("TL402", 17)}),
     "clean: a step's loss built from two terms with += before backward": ("""
         import torch.nn as nn
         criterion = nn.BCEWithLogitsLoss()

@@ -61,9 +61,11 @@ def _scan(body: Body, origin: dict[str, int], found: dict[int, cst.CSTNode]) -> 
 
 
 def _source(node: cst.BaseExpression, origin: dict[str, int]) -> int | None:
-    """The argument an expression is made of: `val`, `val * n`, `enumerate(vals)`, `vals.items()`."""
+    """The argument an expression is made of: `val`, `val * n`, `vals[key]`, `enumerate(vals)`, `vals.items()`."""
     if isinstance(node, cst.Name):
         return origin.get(node.value)
+    if isinstance(node, cst.Subscript):  # `losses[key]`: an item of a dict or list argument
+        return _source(node.value, origin)
     if isinstance(node, cst.BinaryOperation):
         left = _source(node.left, origin)
         return left if left is not None else _source(node.right, origin)

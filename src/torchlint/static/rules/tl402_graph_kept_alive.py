@@ -101,7 +101,9 @@ class GraphKeptAlive(Rule):
                     self.info, entry.node,
                     f"`{method}` adds `{ctx.code(kept, 30)}` to its object's state "
                     f"(`{ctx.code(statement, 40)}`), and that tensor carries its autograd graph: every step's graph "
-                    f"stays alive and memory grows. Pass `{atom(ctx, kept)}.item()` (or `.detach()`)",
+                    f"stays alive and memory grows. Pass "
+                    + (f"the `.item()` of each loss in `{ctx.code(kept, 30)}`" if _holds_loss(ctx, kept, receivers)
+                       else f"`{atom(ctx, kept)}.item()`") + " (or `.detach()`)",
                     related=((statement, "kept here", callee.origin),),
                 )
                 break
@@ -127,9 +129,16 @@ def _carries_graph(ctx: FileContext, node, receivers: set[str], feeders: set[str
     value = ctx.value(node)
     if value.tracked is False:
         return False
-    if value.tracked or value.op in LOSS_OPS or ctx.shape(node) in receivers:
+    shape = ctx.shape(node)
+    if value.tracked or value.op in LOSS_OPS or shape in receivers or _holds_loss(ctx, node, receivers):
         return True
     return bool(_names_in(node) & feeders)
+
+
+def _holds_loss(ctx: FileContext, node, receivers: set[str]) -> bool:
+    """The dict or object the differentiated loss sits in (`losses["total"].backward()`)."""
+    shape = ctx.shape(node)
+    return bool(shape) and any(r.startswith((shape + "[", shape + ".")) for r in receivers)
 
 
 def _feeders(ctx: FileContext, node, receivers: set[str]) -> set[str]:
