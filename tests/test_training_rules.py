@@ -734,6 +734,22 @@ CASES = {
             other = torch.load(glob.glob(f"{folder}/*-downloaded.pt")[0], weights_only=False)
             return last, final, other
         """, {("TL701", 12)}),
+    "a file named by what the file passes a saving method's parameter (or its default) is its own": ("""
+        import os
+        import torch
+        class Trainer:
+            def __init__(self, model):
+                self.model = model
+            def save(self, folder, model_filename="wd_model.pt"):
+                model_path = os.path.join(folder, model_filename)
+                torch.save({"model": self.model}, model_path)
+        def main(model):
+            Trainer(model).save("out", model_filename="model_and_optimizer.pt")
+            mine = torch.load(os.path.join("out", "model_and_optimizer.pt"), weights_only=False)
+            default = torch.load("out/wd_model.pt", weights_only=False)
+            other = torch.load(os.path.join("out", "downloaded_model.pt"), weights_only=False)
+            return mine, default, other
+        """, {("TL701", 14)}),
     "clean: default zero_grad and load": ("""
         import torch
         def f(model, path):

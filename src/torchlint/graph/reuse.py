@@ -103,7 +103,6 @@ class NodeMemo:
                  else ("own", self.meter.sizes[k]) for k in cost.saved_keys]
         self.entries[key] = _Entry(result, outputs, cost.flops, saved)
 
-
     def distinct(self, args, kwargs, in_keys: list) -> tuple[object, object, dict]:
         """Inputs for a node that runs, and their object storages -> the storages they stand for. One
         object handed out for two different storages (the keys' and the queries' rotary products)

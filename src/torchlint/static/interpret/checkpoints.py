@@ -72,10 +72,13 @@ def name_tails(ctx: FileContext, call: CallInfo, node: cst.CSTNode | None) -> se
     names = _Names()
     node.visit(names)
     if names.found:  # `found[-1]` of `found = glob(...)`, `path.format(step=s)` of `path = d + "..."`
-        scope = enclosing_function(ctx, call) or ctx.module
+        function = enclosing_function(ctx, call)
         finder = _Assignments(names.found)
-        scope.visit(finder)
+        (function or ctx.module).visit(finder)
         expressions.extend(finder.values)
+        if function is not None:  # `os.path.join(path, model_filename)`: what the parameter is given
+            assigned = {name for value in finder.values for name in _names_in(value)}
+            expressions.extend(_arguments_for(ctx, function, names.found | assigned))
     tails = set()
     for expression in expressions:
         finder = _Strings()
@@ -85,6 +88,33 @@ def name_tails(ctx: FileContext, call: CallInfo, node: cst.CSTNode | None) -> se
             if len(tail) >= 8 and "." in tail:
                 tails.add(tail)
     return tails
+
+
+def _names_in(node: cst.CSTNode) -> set[str]:
+    names = _Names()
+    node.visit(names)
+    return names.found
+
+
+def _arguments_for(ctx: FileContext, function: cst.FunctionDef, names: set[str]) -> list[cst.BaseExpression]:
+    """For the parameters of ``function`` among ``names``: their defaults, and the arguments this
+    file's calls of the function pass them (`trainer.save(d, model_filename="model.pt")`)."""
+    params = params_of(function.params)
+    wanted = {p.name.value: (index, p) for index, p in enumerate(params) if p.name.value in names}
+    if not wanted:
+        return []
+    found = [p.default for _, p in wanted.values() if p.default is not None]
+    bound = 1 if params and params[0].name.value in ("self", "cls") else 0
+    for other in ctx.calls.values():
+        if getattr(getattr(other.callee, "body", None), "node", None) is not function:
+            continue
+        for name, (index, _) in wanted.items():
+            position = index - bound if other.form == "method" else index  # `obj.save(d)`: no self in args
+            if name in other.kwargs:
+                found.append(other.kwargs[name])
+            elif 0 <= position < len(other.args):
+                found.append(other.args[position])
+    return found
 
 
 class _Names(cst.CSTVisitor):
