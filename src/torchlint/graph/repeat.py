@@ -14,6 +14,7 @@ whole model instead.
 
 from __future__ import annotations
 
+import operator
 import warnings
 
 import torch
@@ -187,10 +188,11 @@ def _is_constant(node: torch.fx.Node) -> bool:
 
 
 def _gm_tensor(gm: torch.nn.Module, target: str):
-    owner = gm
-    for part in target.split("."):
-        owner = getattr(owner, part, None)
-    return owner if isinstance(owner, torch.Tensor) else None
+    try:
+        found = operator.attrgetter(target)(gm)
+    except AttributeError:
+        return None
+    return found if isinstance(found, torch.Tensor) else None
 
 
 def _assign(gm: torch.nn.Module, target: str, tensor: torch.Tensor, constant: bool) -> None:

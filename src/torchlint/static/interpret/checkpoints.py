@@ -69,16 +69,15 @@ def name_tails(ctx: FileContext, call: CallInfo, node: cst.CSTNode | None) -> se
     if node is None:
         return set()
     expressions = [node]
-    names = _Names()
-    node.visit(names)
-    if names.found:  # `found[-1]` of `found = glob(...)`, `path.format(step=s)` of `path = d + "..."`
+    names = _names_in(node)
+    if names:  # `found[-1]` of `found = glob(...)`, `path.format(step=s)` of `path = d + "..."`
         function = enclosing_function(ctx, call)
-        finder = _Assignments(names.found)
+        finder = _Assignments(names)
         (function or ctx.module).visit(finder)
         expressions.extend(finder.values)
         if function is not None:  # `os.path.join(path, model_filename)`: what the parameter is given
             assigned = {name for value in finder.values for name in _names_in(value)}
-            expressions.extend(_arguments_for(ctx, function, names.found | assigned))
+            expressions.extend(_arguments_for(ctx, function, names | assigned))
     tails = set()
     for expression in expressions:
         finder = _Strings()

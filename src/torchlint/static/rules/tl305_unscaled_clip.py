@@ -10,6 +10,7 @@ from torchlint.static.interpret.training import (
     CLIP,
     UNSCALE,
     actions,
+    classify,
     innermost_training_loops,
     paths,
     uses_scaler,
@@ -29,6 +30,8 @@ class UnscaledClip(Rule):
                 self._check_path(ctx, steps)
         # A step function (an optimizer wrapper's `step(loss)`) that backpropagates through the scaler
         # and clips: its order is wrong wherever its caller's loop is, even one this file cannot see.
+        if not any(classify(ctx, call) == CLIP for call in ctx.calls.values()):
+            return  # most files never clip: no function's actions are worth expanding
         for function in ctx.functions:
             merged = actions(ctx, function)
             kinds = {action.kind for action in merged}

@@ -95,12 +95,4 @@ class PartialSeeding(Rule):
 def _items_in_main_process(ctx: FileContext, calls: list[CallInfo]) -> bool:
     """This file builds a DataLoader without workers (num_workers absent or 0): its items are made in
     the main process, with the main process's generators."""
-    for call in calls:
-        if call.form == "function" and (call.qual or "").endswith("DataLoader"):
-            workers = call.kwargs.get("num_workers")
-            if workers is None:
-                return True
-            value = ctx.value(workers)
-            if value.op == "const" and value.const == 0:
-                return True
-    return False
+    return any(ctx.value(call.node).kind == "dataloader" and ctx.value(call.node).workers == 0 for call in calls)
