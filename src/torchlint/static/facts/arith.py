@@ -92,10 +92,8 @@ def _add(left: Value, right: Value, node, half: bool) -> Value:
         if guard.op == "const" and guard.const is not None and guard.const > 0 and guarded.lo >= 0:
             # `x + eps`: the eps is the value itself wherever x is exactly 0 (it may round away in float16).
             eps = guard.const if guarded.zero == ROUTINE else None
-            # `x.max() + eps` is still at least every element of x: keep what it is the max of
-            top_of = guarded.of if guarded.op in ("max", "amax") else None
             return Value(op="add", lo=lo, hi=hi, zero=guarded.zero, eps=eps if lo > 0 else None,
-                         desc=guarded.desc, half=half, tracked=tracked, node=node, of=top_of)
+                         desc=guarded.desc, half=half, tracked=tracked, node=node, of=_top_of(left, right))
     zero = min(left.zero, right.zero) if left.lo >= 0 and right.lo >= 0 else NONE
     if left.op in MIXTURE_PARTS and right.op in MIXTURE_PARTS and "weighted" in (left.op, right.op):
         # p * softmax(a) + (1 - p) * softmax(b): a mixture, 0 wherever every component underflows

@@ -103,16 +103,9 @@ def _arguments_for(ctx: FileContext, function: cst.FunctionDef, names: set[str])
     if not wanted:
         return []
     found = [p.default for _, p in wanted.values() if p.default is not None]
-    bound = 1 if params and params[0].name.value in ("self", "cls") else 0
     for other in ctx.calls.values():
-        if getattr(getattr(other.callee, "body", None), "node", None) is not function:
-            continue
-        for name, (index, _) in wanted.items():
-            position = index - bound if other.form == "method" else index  # `obj.save(d)`: no self in args
-            if name in other.kwargs:
-                found.append(other.kwargs[name])
-            elif 0 <= position < len(other.args):
-                found.append(other.args[position])
+        if getattr(getattr(other.callee, "body", None), "node", None) is function:
+            found.extend(a for a in (other.param(index, name) for name, (index, _) in wanted.items()) if a is not None)
     return found
 
 
