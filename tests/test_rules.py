@@ -380,7 +380,42 @@ CASES = {
                 dist = torch.sqrt((d * d).sum(-1, keepdim=True))
                 return self.out(dist), d / dist
         """, {("TL119", 11), ("TL106", 12)}),
+    # --- TL123 unclamped-acos ---------------------------------------------------------------
+    "acos of a cosine similarity, written out, by F.cosine_similarity and by a matrix product": ("""
+        import torch
+        import torch.nn.functional as F
+        def angular_error(pred, gt):
+            pred = F.normalize(pred, dim=1)
+            gt = F.normalize(gt, dim=1)
+            cos = (pred * gt).sum(dim=1)
+            return torch.acos(cos)
+        def angles(a, b):
+            return torch.acos(F.cosine_similarity(a, b, dim=-1))
+        def all_angles(a, b):
+            a, b = F.normalize(a, dim=-1), F.normalize(b, dim=-1)
+            return (a @ b.T).arccos()
+        """, {("TL123", 8), ("TL123", 10), ("TL123", 13)}),
+    "clean: the cosine clamped inside (-1, 1), and acos of a value not known to be a cosine": ("""
+        import torch
+        import torch.nn.functional as F
+        def angles(a, b, eps=1e-7):
+            cos = F.cosine_similarity(a, b, dim=-1).clamp(-1 + eps, 1 - eps)
+            return torch.acos(cos)
+        def phase(c):
+            return torch.acos(c)
+        """, set()),
     # --- TL106 unguarded-division ---------------------------------------------------------
+    "clean: a metric over a whole evaluation set divides by a running total of counts": ("""
+        import torch
+        @torch.no_grad()
+        def token_accuracy(model, loader):
+            correct, count = 0, 0
+            for ids, tags in loader:
+                valid = tags != -100
+                correct += (model(ids).argmax(-1)[valid] == tags[valid]).sum().item()
+                count += valid.sum().item()
+            return correct / count
+        """, set()),
     "bincount padded with minlength as a divisor; without it, a bin is 0 only for a missing value": ("""
         import torch
         def pool(x, batch, labels, classes):
@@ -917,6 +952,24 @@ CASES = {
             probs /= torch.sum(probs)
             return probs
         """, {("TL115", 11)}),
+    "a masked exp divided by its own sum (attention pooling over padded tokens)": ("""
+        import torch
+        import torch.nn as nn
+        class Pool(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.score = nn.Linear(8, 1)
+            def forward(self, h, mask):
+                w = torch.exp(self.score(h)) * mask
+                return w / w.sum(dim=1, keepdim=True)
+        class Classifier(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.embed = nn.Embedding(100, 8)
+                self.pool = Pool()
+            def forward(self, ids):
+                return self.pool(self.embed(ids), (ids != 0).float())
+        """, {("TL115", 9)}),
     "exp divided by its own sum": ("""
         import torch
         def weights(scores):

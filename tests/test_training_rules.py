@@ -444,6 +444,30 @@ CASES = {
                     last_opt_step = i
                 optimizer.zero_grad()
         """, {("TL303", 10)}),
+    "scheduler stepped before the optimizer in each iteration": ("""
+        import torch
+        def train(model, loader):
+            optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+            scheduler = torch.optim.lr_scheduler.OneCycleLR(optimizer, max_lr=1e-2, total_steps=100)
+            for x, y in loader:
+                optimizer.zero_grad()
+                torch.nn.functional.mse_loss(model(x), y).backward()
+                scheduler.step()
+                optimizer.step()
+        """, {("TL303", 9)}),
+    "clean: scheduler after the step, a plateau scheduler given a metric, an epoch scheduler": ("""
+        import torch
+        def train(model, loader, optimizer, lr_scheduler, plateau, epochs):
+            for epoch in range(epochs):
+                for x, y in loader:
+                    optimizer.zero_grad()
+                    loss = torch.nn.functional.mse_loss(model(x), y)
+                    plateau.step(loss.item())
+                    loss.backward()
+                    optimizer.step()
+                    lr_scheduler.step()
+                lr_scheduler.step()
+        """, set()),
     "clean: accumulation loops that clear with the step, at a window's start, or through a wrapper": ("""
         import torch
         def same_condition(model, loader, opt, k):
@@ -1086,6 +1110,152 @@ CASES = {
             opt.zero_grad()
             nn.functional.mse_loss(rnn(x)[0], y).backward()
             opt.step()
+        """, set()),
+    # TL206
+    "a regulariser built from .data and a Dice term computed in NumPy: no gradient": ("""
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+        def penalty(model):
+            w = model.fc.weight.data
+            return ((w @ w.t() - torch.eye(w.size(0))) ** 2).sum()
+        def dice(logits, target):
+            p = torch.sigmoid(logits).detach().cpu().numpy()
+            t = target.cpu().numpy()
+            return torch.tensor(1.0 - (2 * (p * t).sum() + 1) / (p.sum() + t.sum() + 1))
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(4, 4)
+            def forward(self, x):
+                return self.fc(x)
+        def train(loader):
+            model = Net()
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for x, y in loader:
+                opt.zero_grad()
+                out = model(x)
+                loss = F.binary_cross_entropy_with_logits(out, y) + 0.1 * penalty(model) + dice(out, y)
+                loss.backward()
+                opt.step()
+        """, {("TL206", 6), ("TL206", 9)}),
+    "clean: the same terms with gradients; a detached target; a term computed without grad": ("""
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+        def penalty(model):
+            w = model.fc.weight
+            return ((w @ w.t() - torch.eye(w.size(0))) ** 2).sum()
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(4, 4)
+            def forward(self, x):
+                return self.fc(x)
+        def train(loader):
+            model, teacher = Net(), Net()
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for x, y in loader:
+                opt.zero_grad()
+                out = model(x)
+                target = teacher(x).detach()
+                loss = F.mse_loss(out, target) + 0.1 * penalty(model)
+                loss.backward()
+                opt.step()
+                print(loss.item() + out.detach().mean().item())
+        """, set()),
+    # TL308
+    "evaluation in the epoch loop leaves the model in eval mode (train() only before the loop)": ("""
+        import torch
+        import torch.nn as nn
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.body = nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.5))
+            def forward(self, x):
+                return self.body(x)
+        @torch.no_grad()
+        def evaluate(net, loader):
+            net.eval()
+            return sum(net(x).sum().item() for x in loader)
+        def fit(loader, epochs):
+            model = Net()
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            model.train()
+            for epoch in range(epochs):
+                for x in loader:
+                    opt.zero_grad()
+                    model(x).pow(2).mean().backward()
+                    opt.step()
+                print(evaluate(model, loader))
+        """, {("TL308", 23)}),
+    "evaluation every N steps inside the batch loop, through a trainer's methods": ("""
+        import torch
+        import torch.nn as nn
+        class Trainer:
+            def __init__(self, loader):
+                self.model = nn.Sequential(nn.Linear(8, 8), nn.BatchNorm1d(8))
+                self.opt = torch.optim.Adam(self.model.parameters())
+                self.loader = loader
+            def validate(self):
+                self.model.eval()
+                with torch.no_grad():
+                    return [self.model(x) for x in self.loader]
+            def fit(self):
+                self.model.train()
+                for step, x in enumerate(self.loader):
+                    self.opt.zero_grad()
+                    self.model(x).mean().backward()
+                    self.opt.step()
+                    if step % 100 == 0:
+                        self.validate()
+        """, {("TL308", 20)}),
+    "clean: train() each epoch, train() after the evaluation, a frozen teacher, a model without dropout": ("""
+        import torch
+        import torch.nn as nn
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.body = nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.5))
+            def forward(self, x):
+                return self.body(x)
+        class Plain(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(8, 8)
+            def forward(self, x):
+                return self.fc(x)
+        @torch.no_grad()
+        def evaluate(net, loader):
+            net.eval()
+            return sum(net(x).sum().item() for x in loader)
+        def train_epoch(model, loader, opt):
+            model.train()
+            for x in loader:
+                opt.zero_grad()
+                model(x).pow(2).mean().backward()
+                opt.step()
+        def fit(loader, epochs):
+            model, teacher, plain = Net(), Net(), Plain()
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            for epoch in range(epochs):
+                train_epoch(model, loader, opt)
+                evaluate(model, loader)
+            model.train()
+            teacher.eval()
+            for step, x in enumerate(loader):
+                opt.zero_grad()
+                (model(x) - teacher(x)).pow(2).mean().backward()
+                opt.step()
+                if step % 10 == 0:
+                    evaluate(model, loader)
+                    model.train()
+            plain.train()
+            for x in loader:
+                opt.zero_grad()
+                plain(x).mean().backward()
+                opt.step()
+                evaluate(plain, loader)
         """, set()),
 }
 

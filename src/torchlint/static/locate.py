@@ -56,15 +56,29 @@ class _Locator(CodegenState):
         self.marks[key] = (start, len(self.tokens))
 
 
+class Kept:
+    """Positions found in earlier checks of one document (the language server's), whose unchanged
+    statements are the same objects from one edit to the next: per statement object, the positions
+    of nodes in it; per reported node, the statement holding it."""
+
+    def __init__(self) -> None:
+        self.spans: dict[int, tuple] = {}  # id(statement) -> (statement, layout, {id(node): span})
+        self.owners: dict[int, tuple] = {}  # id(node) -> (node, statement)
+        self.statements: dict[int, cst.CSTNode] = {}  # the statements of the last text located
+
+
 def locate(module: cst.Module, nodes: Iterable[cst.CSTNode], lines: list[int] | None = None,
-           kept: dict | None = None) -> dict[int, Span]:
+           kept: Kept | None = None) -> dict[int, Span]:
     """The span of each of ``nodes`` (by id). ``lines``: the first line of each top-level statement
-    (after its leading comment lines), when known. ``kept``: positions found in earlier calls, per
-    statement object (the language server's document, whose unchanged statements are the same
-    objects from one edit to the next): a statement seen before is not written out again."""
+    (after its leading comment lines), when known. ``kept``: what earlier calls found for this
+    document: a statement seen before is not written out again, and a node reported before is
+    not searched for again."""
+    nodes = list(nodes)
     targets = {id(node) for node in nodes}
     if lines is None or len(lines) != len(module.body):
         return _spans(module, module, targets, 1)
+    if kept is not None:
+        return _located_with(module, nodes, lines, kept)
     spans: dict[int, Span] = {}
     left = set(targets)
     for statement, line in zip(module.body, lines, strict=True):
@@ -73,17 +87,43 @@ def locate(module: cst.Module, nodes: Iterable[cst.CSTNode], lines: list[int] | 
         found = held(statement, left)
         if found:
             left -= found
-            first = line - len(statement.leading_lines)
-            if kept is None:
-                spans.update(_spans(module, statement, found, first))
-            else:
-                spans.update(_kept_spans(module, statement, found, first, kept))
+            spans.update(_spans(module, statement, found, line - len(statement.leading_lines)))
     if left:  # a node outside the statements' own parts (layout, the module's header): the whole module
         spans.update(_spans(module, module, left, 1))
-    if kept is not None:  # only this text's statements stay
-        current = {id(statement) for statement in module.body}
-        for key in [key for key in kept if key not in current]:
-            del kept[key]
+    return spans
+
+
+def _located_with(module: cst.Module, nodes: list[cst.CSTNode], lines: list[int], kept: Kept) -> dict[int, Span]:
+    firsts = {id(s): line - len(s.leading_lines) for s, line in zip(module.body, lines, strict=True)}
+    current = {id(s): s for s in module.body}
+    groups: dict[int, set[int]] = {}
+    left: dict[int, cst.CSTNode] = {}
+    for node in nodes:
+        entry = kept.owners.get(id(node))
+        if entry is not None and entry[0] is node and current.get(id(entry[1])) is entry[1]:
+            groups.setdefault(id(entry[1]), set()).add(id(node))
+        else:
+            left[id(node)] = node
+    if left:  # nodes not reported before: in the statements new to this text first, then in all
+        new = [s for s in module.body if kept.statements.get(id(s)) is not s]
+        for statement in new + [s for s in module.body if kept.statements.get(id(s)) is s]:
+            found = held(statement, left.keys())
+            for key in found:
+                kept.owners[key] = (left.pop(key), statement)
+                groups.setdefault(id(statement), set()).add(key)
+            if not left:
+                break
+    spans: dict[int, Span] = {}
+    for key, found in groups.items():
+        spans.update(_kept_spans(module, current[key], found, firsts[key], kept.spans))
+    if left:  # a node outside the statements' own parts (layout, the module's header): the whole module
+        spans.update(_spans(module, module, set(left), 1))
+    # only this text's statements, and the nodes in them, stay
+    for key in [key for key in kept.spans if key not in current]:
+        del kept.spans[key]
+    for key in [key for key, (_, statement) in kept.owners.items() if current.get(id(statement)) is not statement]:
+        del kept.owners[key]
+    kept.statements = current
     return spans
 
 

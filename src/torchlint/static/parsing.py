@@ -32,6 +32,7 @@ import libcst as cst
 
 from torchlint.static.class_pieces import NotSplit, parse_class
 from torchlint.static.data_tables import without_table
+from torchlint.static.locate import Kept
 from torchlint.static.token_kinds import BRACKETS, CLOSING, CONTINUES, LAYOUT
 
 PIECE_CHARS = 64_000  # text parsed at once, at most (a longer element or statement is parsed whole)
@@ -54,19 +55,33 @@ class StatementCache:
     def __init__(self) -> None:
         self.parsed: dict[str, list[cst.Module]] = {}  # a tree per occurrence of the text
         self.module: cst.Module | None = None  # the last tree parsed through it
-        self.spans: dict = {}  # locate.py's positions in its statements, kept while they are reused
+        self.spans = Kept()  # locate.py's positions in its statements, kept while they are reused
         self.source = ""  # the last text parsed through it, and where its statements start
         self.found: tuple[list[int], list[int], int | None] | None = None
+        # a statement led by the comment and blank lines ending the piece before it, by the statement
+        # as parsed: (statement, those lines, the statement leading them); kept so that it stays the
+        # same object while neither changes
+        self.heads: dict[int, tuple] = {}
+        self.memos: dict[str, dict] = {}  # per analysis, its per-statement parts (see statement_memo)
 
 
 _cache: StatementCache | None = None  # set by `reusing` around a check
 _used: StatementCache | None = None  # the cache the check in the `reusing` block parsed through
 
 
-def statement_spans(module: cst.Module) -> dict | None:
+def statement_spans(module: cst.Module) -> Kept | None:
     """The positions kept for the statements of ``module`` (locate.py's), when ``module`` was
     parsed through a statement cache in the current `reusing` block; None otherwise."""
     return _used.spans if _used is not None and _used.module is module else None
+
+
+def statement_memo(module: cst.Module, analysis: str) -> dict | None:
+    """A dict for ``analysis`` to keep its part of each top-level statement of ``module`` in, by
+    statement object, when ``module`` was parsed through a statement cache in the current `reusing`
+    block (unchanged statements are the same objects from one check to the next); None otherwise."""
+    if _used is None or _used.module is not module:
+        return None
+    return _used.memos.setdefault(analysis, {})
 
 
 class reusing:  # noqa: N801 - a context manager: `with reusing(cache):`
@@ -144,15 +159,18 @@ def _parse_through(source: str, cache: StatementCache) -> tuple[cst.Module, list
         parsed.setdefault(text, []).append(module)
         modules.append(module)
     cache.parsed = parsed
-    module, lines = _joined(modules, pieces, lines, first_indented)
+    heads: dict[int, tuple] = {}
+    module, lines = _joined(modules, pieces, lines, first_indented, (cache.heads, heads))
+    cache.heads = heads
     global _used
     cache.module, _used = module, cache
     return module, lines
 
 
 def _joined(modules: list[cst.Module], pieces: list[tuple[int, int]], lines: list[int],
-            first_indented: int | None) -> tuple[cst.Module, list[int] | None]:
-    """The pieces' modules joined into the module one parse of their whole text gives."""
+            first_indented: int | None, heads: tuple[dict, dict] | None = None) -> tuple[cst.Module, list[int] | None]:
+    """The pieces' modules joined into the module one parse of their whole text gives. ``heads``:
+    (the led statements of the last join, this join's), to reuse them."""
     body: list[cst.CSTNode] = []
     for index, module in enumerate(modules):
         if index and module.header:
@@ -161,8 +179,7 @@ def _joined(modules: list[cst.Module], pieces: list[tuple[int, int]], lines: lis
         if index and statements_here:
             footer = modules[index - 1].footer
             if footer:  # comment and blank lines after the previous piece lead this piece's first statement
-                head = statements_here[0]
-                statements_here[0] = head.with_changes(leading_lines=(*footer, *head.leading_lines))
+                statements_here[0] = _led(statements_here[0], footer, heads)
         elif index:
             raise _Mismatch
         body.extend(statements_here)
@@ -178,6 +195,20 @@ def _joined(modules: list[cst.Module], pieces: list[tuple[int, int]], lines: lis
                         default_indent=holder.default_indent, default_newline=first.default_newline,
                         has_trailing_newline=last.has_trailing_newline)
     return module, lines if len(lines) == len(body) else None
+
+
+def _led(statement: cst.CSTNode, footer, heads: tuple[dict, dict] | None) -> cst.CSTNode:
+    """``statement`` with ``footer``'s lines before its own leading lines: the object made last time
+    when the statement and the lines are the same."""
+    entry = heads[0].get(id(statement)) if heads is not None else None
+    if entry is not None and entry[0] is statement and len(entry[1]) == len(footer) \
+            and all(a is b or a.deep_equals(b) for a, b in zip(entry[1], footer, strict=True)):
+        led = entry[2]
+    else:
+        led = statement.with_changes(leading_lines=(*footer, *statement.leading_lines))
+    if heads is not None:
+        heads[1][id(statement)] = (statement, footer, led)
+    return led
 
 
 def _has_blocks(module: cst.Module) -> bool:

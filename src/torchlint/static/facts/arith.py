@@ -52,6 +52,11 @@ def arith(op: str, left: Value, right: Value, left_node, right_node, node, fp16:
     if op in ("BitAnd", "BitOr") and (left.op == "mask" or right.op == "mask"):
         return Value(op="mask", lo=0.0, hi=1.0, zero=ROUTINE, desc="a boolean mask", tracked=False, node=node,
                      checks=left.checks + right.checks)
+    if op == "MatrixMultiply" and left.op == "normalize" and right.op == "normalize":
+        # unit rows times unit columns: cosine similarities
+        return Value(op="cosine", lo=-ranges.COSINE_BOUND, hi=ranges.COSINE_BOUND, desc="a cosine similarity",
+                     half=half or fp16,
+                     tracked=tracked_of(left, right), node=node)
     if op == "MatrixMultiply":
         return Value(op="matmul", unbounded=True, half=half or fp16, desc="a matmul output",
                      tracked=tracked_of(left, right), node=node)
@@ -138,6 +143,11 @@ def root_desc(radicand: Value) -> str:
     return "a Euclidean distance" if radicand.squared_distance else "a square root"
 
 
+def _norms(value: Value) -> bool:
+    """|a| |b|, possibly guarded (`+ eps`, `.clamp(min=eps)`)."""
+    return value.op == "norm_product" or (value.of is not None and value.of.op == "norm_product")
+
+
 def _same(reduced: Value | None, value: Value) -> bool:
     """`x.min()` / `x.max()` reduced this very value (or a detached view of it)."""
     if reduced is None or value is NOTHING:
@@ -156,6 +166,17 @@ def _multiply(left: Value, right: Value, left_node, right_node, node, half: bool
             lo, hi = ranges.multiply(other.span, scale.span, half)
             return other.but(lo=lo, hi=hi, node=node, const=None, prob=False, eps=None)
     lo, hi = ranges.multiply(left.span, right.span, half)
+    if left.op == "norm" and right.op == "norm":  # |a| |b|: the denominator of a cosine written out
+        return Value(op="norm_product", lo=0.0, hi=ranges.INF, zero=min(left.zero, right.zero), desc="a norm",
+                     half=half, tracked=tracked_of(left, right), node=node)
+    if left.op == "normalize" and right.op == "normalize":  # elementwise products of two unit vectors
+        return Value(op="unit_product", lo=-ranges.COSINE_BOUND, hi=ranges.COSINE_BOUND, half=half,
+                     tracked=tracked_of(left, right), node=node)
+    for mask, exp in ((left, right), (right, left)):
+        if mask.op == "mask" and exp.op == "exp":
+            # exp(x) * mask: a masked exp, still exp of x where the mask is 1 (a hand-written masked softmax)
+            return exp.but(lo=min(0.0, exp.lo), zero=ROUTINE, node=node, tracked=tracked_of(left, right),
+                           half=half, desc="a masked exp")
     for weight, component in ((left, right), (right, left)):
         if weight.prob and component.op == "softmax":
             # p * softmax(a): one weighted component of a mixture of distributions (see _add)
@@ -168,6 +189,10 @@ def _multiply(left: Value, right: Value, left_node, right_node, node, half: bool
 
 
 def _divide(left: Value, right: Value, node, half: bool) -> Value:
+    if left.op in ("sum", "matmul") and _norms(right):
+        # a . b / (|a| |b|) (+ eps, or clamped): the cosine of the angle between a and b
+        return Value(op="cosine", lo=-ranges.COSINE_BOUND, hi=ranges.COSINE_BOUND, desc="a cosine similarity", half=half,
+                     tracked=tracked_of(left, right), node=node)
     if left.lo >= 0 and right.op in ("max", "amax", "add") and right.of is not None and _same(right.of, left):
         # x / x.max() (+ eps) of a nonnegative x: at most 1 (0 / 0 where x is all zero is the divisor's matter)
         return Value(op="div", lo=0.0, hi=1.0, zero=left.zero, desc=left.desc if left.zero else "", half=half,

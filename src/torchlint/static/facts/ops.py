@@ -72,7 +72,12 @@ FUNCTION_OPS.update({
     "torch.nn.functional.normalize": "normalize",
     "torch.tanh": "tanh",
     "torch.nn.functional.tanh": "tanh",
+    "torch.nn.functional.cosine_similarity": "cosine",
+    "torch.cosine_similarity": "cosine",
 })
+# inverse cosine and sine: defined on [-1, 1], with an infinite derivative at its ends
+FUNCTION_OPS.update({f"{prefix}{name}": name.replace("arc", "a") for prefix in _TORCH_NP
+                     for name in ("acos", "asin", "arccos", "arcsin")})
 FUNCTION_OPS.update({f"torch.nn.functional.{name}": "loss" for name in (
     "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "kl_div", "poisson_nll_loss",
     "gaussian_nll_loss", "margin_ranking_loss", "hinge_embedding_loss", "cosine_embedding_loss",
@@ -97,18 +102,20 @@ METHOD_OPS: dict[str, str] = {name: name for name in (
     "log_softmax", "logsumexp", "sum", "mean", "std", "var", "norm", "abs", "square", "pow",
     "relu", "clamp", "clamp_min", "matmul", "amax", "amin", "max", "min", "nansum", "nanmean",
     "count_nonzero", "bincount", "tanh", "floor", "ceil", "round", "trunc", "prod", "cumprod",
+    "acos", "asin",
 )}
 METHOD_OPS.update({
     "clip": "clamp", "clip_min": "clamp_min", "absolute": "abs", "div": "divide",
     "true_divide": "divide", "mm": "matmul", "bmm": "matmul", "dot": "matmul",
     "log_": "log", "sqrt_": "sqrt", "exp_": "exp", "sigmoid_": "sigmoid", "clamp_": "clamp",
     "clamp_min_": "clamp_min", "div_": "divide",
+    "arccos": "acos", "arcsin": "asin", "acos_": "acos", "asin_": "asin",
 })
 
 # Ops that accept no positional argument in method form: `logger.log("x", v)` is not a log.
 NULLARY_METHODS = frozenset({
     "log", "log2", "log10", "log1p", "exp", "expm1", "sqrt", "rsqrt", "sigmoid", "abs",
-    "square", "relu", "log_", "sqrt_", "exp_", "sigmoid_",
+    "square", "relu", "log_", "sqrt_", "exp_", "sigmoid_", "acos", "asin", "arccos", "arcsin",
 })
 
 # Methods that return (a view or copy of) the same values.
@@ -128,6 +135,10 @@ HISTORY_METHODS = frozenset({"det", "diagonal", "diag", "diag_embed", "bmm", "mm
                              "triu", "cross", "outer", "cumsum", "cumprod", "prod", "baddbmm", "addmm", "lerp"})
 # Methods whose result carries no autograd history.
 DETACHING_METHODS = frozenset({"detach", "detach_", "item", "numpy", "tolist"})
+# Tensor factories not modelled as ops: their result has no autograd history (unless asked for
+# with requires_grad=True, which is read before).
+FACTORIES = frozenset({"torch.eye", "torch.linspace", "torch.logspace", "torch.empty", "torch.empty_like",
+                       "torch.full_like", "torch.tril_indices", "torch.triu_indices"})
 # Calls of Python builtins that turn a tensor into a plain number.
 PYTHON_NUMBERS = frozenset({"float", "int", "len", "bool"})
 # Function namespaces with no autograd: their results are never tracked.
@@ -158,6 +169,7 @@ MODULE_OPS: dict[str, str] = {
     "torch.nn.Dropout": "identity",
     "torch.nn.Sequential": "sequential",
     "torch.nn.Embedding": "embedding",
+    "torch.nn.CosineSimilarity": "cosine",
 }
 
 FLOAT16_NAMES = frozenset({"torch.float16", "torch.half", "numpy.float16"})

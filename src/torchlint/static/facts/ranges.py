@@ -180,3 +180,7 @@ def _product(x: float, y: float) -> float:
     if x == 0 or y == 0:
         return 0.0
     return x * y
+
+
+# A cosine computed in floating point: +-1 for parallel vectors, and a rounding step beyond it
+COSINE_BOUND = 1.0 + 1e-6

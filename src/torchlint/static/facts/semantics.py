@@ -104,6 +104,10 @@ def apply_op(op: str, x: Value, node, rest: list[Value]) -> Value:
                      node=node)
     if op == "where" and len(rest) >= 2:
         return join(rest[0], rest[1])
+    if op == "normalize":  # each element of a unit vector
+        return Value(op=op, lo=-1.0, hi=1.0, half=half, of=x, tracked=tracked, node=node)
+    if op == "cosine":
+        return cosine(node, half, tracked)
     if op == "tanh":
         lo, hi = ranges.tanh(x.span, half)
         return Value(op=op, lo=lo, hi=hi, zero=x.zero, half=half, of=x, tracked=tracked, node=node)
@@ -117,7 +121,16 @@ def apply_op(op: str, x: Value, node, rest: list[Value]) -> Value:
     return Value(op=op, half=half, tracked=tracked, node=node)
 
 
+def cosine(node, half: bool, tracked) -> Value:
+    """The cosine of the angle between two vectors: exactly +-1 where they are parallel, and a
+    rounding step past it when computed in floating point."""
+    return Value(op="cosine", lo=-ranges.COSINE_BOUND, hi=ranges.COSINE_BOUND, desc="a cosine similarity", half=half,
+                 tracked=tracked, node=node)
+
+
 def _reduction(op: str, x: Value, node, half: bool, tracked) -> Value:
+    if x.op == "unit_product" and op in ("sum", "nansum"):  # (F.normalize(a) * F.normalize(b)).sum(-1)
+        return cosine(node, half, tracked)
     if x.op == "softmax":
         return Value(op=op.replace("nan", ""), lo=1.0, hi=1.0, desc="a sum of probabilities", of=x,
                      tracked=tracked, node=node)
@@ -147,6 +160,13 @@ def clamp(x: Value, low: Value | None, high: Value | None, node) -> Value:
         low_bound = ranges.smallest(half)  # an unknown lower bound: a guard, whatever its size
     if high is not None and high_bound is None and x.prob:
         high_bound = ranges.below_one(half)  # `1 - self.eps` keeps a probability below 1
+    if x.op == "cosine":  # a bound that is not a known number (`1 - self.eps`) keeps it inside (-1, 1)
+        if low is not None and written is None:
+            low_bound = -ranges.below_one(half)
+        if high is not None and written_high is None:
+            high_bound = ranges.below_one(half)
+        lo, hi = ranges.clamp(x.span, low_bound, high_bound, half)
+        return x.but(lo=lo, hi=hi, node=node)
     lo, hi = ranges.clamp(x.span, low_bound, high_bound, half)
     zero = x.zero if low_bound is None or low_bound < 0 else (ROUTINE if low_bound == 0 else NONE)
     desc = x.desc

@@ -124,7 +124,7 @@ def join(a: Value, b: Value) -> Value:
     if a.kind or b.kind:
         if a.kind == "dict" == b.kind:
             return Value(kind="dict")  # two different dicts: what each holds is not known
-        if a.kind != b.kind or a.cls is not b.cls or a.qual != b.qual:
+        if a.kind != b.kind or not same_class(a.cls, b.cls) or a.qual != b.qual:
             return NOTHING
         joined = a if a.rng is not None or b.rng is None else a.but(rng=b.rng)
         return _either_precision(joined, b) if a.kind in ("instance", "module") else joined
@@ -145,6 +145,13 @@ def join(a: Value, b: Value) -> Value:
 
 
 MAX_ALTERNATIVES = 4
+
+
+def same_class(a, b) -> bool:
+    """The same class definition: the same ClassInfo, or the ones two walks of a file made of it
+    (a call's argument learned in the previous walk meets this walk's instance)."""
+    return a is b or (a is not None and b is not None and a.name == b.name and a.module == b.module
+                      and a.bases == b.bases)
 
 
 def _either_precision(model: Value, other: Value) -> Value:
@@ -168,7 +175,8 @@ def either(a: Value, b: Value) -> Value:
     for rules about a configuration the user can pick; more than MAX_ALTERNATIVES classes is unknown."""
     alternatives: list[Value] = []
     for value in (*(a.items if a.kind == "either" else (a,)), *(b.items if b.kind == "either" else (b,))):
-        same = [index for index, seen in enumerate(alternatives) if seen.cls is value.cls and seen.qual == value.qual]
+        same = [index for index, seen in enumerate(alternatives)
+                if same_class(seen.cls, value.cls) and seen.qual == value.qual]
         if not same:
             alternatives.append(value)
         else:
@@ -185,7 +193,7 @@ _GRADIENT = Value(tracked=False)
 def numeric(value: Value) -> Value:
     """A parameter or gradient used as an operand: a tensor about whose values nothing is known."""
     if value.kind == "param":
-        return _PARAMETER
+        return _PARAMETER if value.tracked is not False else _GRADIENT  # `.data`, or a frozen one: no history
     if value.kind == "grad":
         return _GRADIENT
     return value

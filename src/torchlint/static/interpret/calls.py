@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from torchlint.static.facts import ops, semantics
@@ -25,6 +27,10 @@ from torchlint.static.interpret.scopes import Body
 NUMPY = "numpy"  # the qual of a value that is a numpy array or scalar
 NUMPY_SCALARS = frozenset({"numpy.float64", "numpy.float32", "numpy.float16", "numpy.int64", "numpy.int32"})
 MAX_LIST_ITEMS = 8
+# `transformers` classes whose from_pretrained() builds a model (AutoModelForCausalLM, BertModel,
+# GPT2LMHeadModel, T5ForConditionalGeneration), not a tokenizer, config or processor
+HF_MODEL_CLASS = re.compile(r"Model|For[A-Z]")
+HF_NOT_MODEL = re.compile(r"Tokenizer|Config|Processor|Extractor|ImageProcessor")
 
 
 class Calls:
@@ -232,6 +238,8 @@ class Calls:
             if name in ("parse_args", "parse_known_args") and receiver.kind in (None, "argparser"):
                 options = Value(kind="namespace", qual="argparse.Namespace", node=node)
                 return options if name == "parse_args" else Value(kind="list", items=(options, NOTHING), node=node)
+            if name in ("diagonal", "diag", "nan_to_num") and receiver.op == "cosine":
+                return receiver.but(node=node)  # some of the cosines (NaN ones set to a number in [-1, 1])
             if info.op is None:
                 if name in ops.HISTORY_METHODS and receiver.tracked and not receiver.kind:
                     return Value(tracked=True, half=receiver.half, node=node)  # `sigma.det()` of a prediction
@@ -258,6 +266,8 @@ class Calls:
             return result
         if qual in NUMPY_SCALARS:
             return Value(tracked=False, qual=NUMPY, node=node)
+        if qual in ops.FACTORIES:
+            return Value(tracked=False, node=node)  # a new tensor: no autograd history
         if qual.startswith("torch.") and qual[6:] in ops.HISTORY_METHODS and values and values[0].tracked \
                 and not values[0].kind:
             return Value(tracked=True, half=values[0].half, node=node)  # `torch.diag_embed(wh)` of a prediction
@@ -273,6 +283,10 @@ class Calls:
             dtype = info.kwargs.get("torch_dtype") or info.kwargs.get("dtype")
             if dtype is not None and self.ctx.value(dtype).kind == "dtype" and self.ctx.value(dtype).half:
                 return Value(half=True, tracked=True, node=node, desc="a model loaded in float16")
+            owner = qual.rsplit(".", 1)[0]
+            if qual.startswith("transformers.") and HF_MODEL_CLASS.search(owner.rsplit(".", 1)[-1]) \
+                    and not HF_NOT_MODEL.search(owner):
+                return Value(kind="module", qual=owner, node=node)  # a Hugging Face model
             return NOTHING
         if qual.startswith("torch.optim.lr_scheduler."):
             return Value(kind="scheduler", qual=qual, node=node)
@@ -342,6 +356,8 @@ class Calls:
             return arith("Power", operand, exponent, info.operand, None, node, self.fp16 > 0)
         if op in ("matmul", "einsum"):
             half = operand.half or any(v.half for v in rest) or self.fp16 > 0
+            if op == "matmul" and operand.op == "normalize" and rest and rest[0].op == "normalize":
+                return semantics.cosine(node, half, tracked_of(operand, *rest))  # unit rows times unit rows
             return Value(op="matmul", unbounded=True, half=half, desc="a matmul output",
                          tracked=tracked_of(operand, *rest), node=node)
         if op == "tensor":

@@ -70,6 +70,13 @@ class CallInfo:
         return None
 
 
+# The code of nodes written out lately, by node object: a node of a statement the language server
+# reuses from one edit to the next is not written out again. Nodes are immutable; the entry keeps
+# its node alive, so an id is never taken for another node's.
+_CODE: dict[int, tuple[cst.CSTNode, tuple[str, str], str]] = {}
+_CODE_KEPT = 4096
+
+
 @dataclass
 class FileContext:
     path: str
@@ -138,11 +145,19 @@ class FileContext:
         return self.calls.get(id(node)) if node is not None else None
 
     def code(self, node: cst.CSTNode, limit: int = 60) -> str:
-        text = " ".join(self.module.code_for_node(node).split())
+        text = " ".join(self.exact_code(node).split())
         return text if len(text) <= limit else text[: limit - 1] + "…"
 
     def exact_code(self, node: cst.CSTNode) -> str:
-        return self.module.code_for_node(node)
+        layout = (self.module.default_indent, self.module.default_newline)
+        entry = _CODE.get(id(node))
+        if entry is not None and entry[0] is node and entry[1] == layout:
+            return entry[2]
+        text = self.module.code_for_node(node)
+        if len(_CODE) >= _CODE_KEPT:
+            _CODE.clear()
+        _CODE[id(node)] = (node, layout, text)
+        return text
 
     def shape(self, node: cst.CSTNode | None) -> str:
         """Source with whitespace and outer parentheses dropped, to compare two expressions."""

@@ -28,12 +28,35 @@ def _makes_set(node: cst.BaseExpression) -> bool:
     return False
 
 
-def set_iteration(module: cst.Module) -> cst.CSTNode | None:
+def set_iteration(module: cst.Module, memo: dict | None = None) -> cst.CSTNode | None:
     """The first place the module iterates over a set (a `for`, a comprehension, `list(s)`,
-    `enumerate(s)`, `", ".join(s)`), or None."""
+    `enumerate(s)`, `", ".join(s)`), or None. ``memo``: each top-level statement's part, kept by
+    statement object from one check of a document to the next (the language server's)."""
     sets: set[str] = set()  # names bound to a set anywhere in the module
     iterated: list[tuple[cst.BaseExpression, cst.CSTNode]] = []
-    for node in nodes_of(module, (cst.Assign, cst.AnnAssign, cst.For, cst.CompFor, cst.Call)):
+    for statement in module.body:
+        entry = memo.get(id(statement)) if memo is not None else None
+        if entry is None or entry[0] is not statement:
+            entry = (statement, *_part(statement))
+            if memo is not None:
+                memo[id(statement)] = entry
+        sets.update(entry[1])
+        iterated.extend(entry[2])
+    if memo is not None:
+        current = {id(statement) for statement in module.body}
+        for key in [key for key in memo if key not in current]:
+            del memo[key]
+    for iterable, node in iterated:
+        if _makes_set(iterable) or (isinstance(iterable, cst.Name) and iterable.value in sets):
+            return node
+    return None
+
+
+def _part(statement: cst.CSTNode) -> tuple[set[str], list[tuple[cst.BaseExpression, cst.CSTNode]]]:
+    """The names one top-level statement binds to a set, and what it iterates, in source order."""
+    sets: set[str] = set()
+    iterated: list[tuple[cst.BaseExpression, cst.CSTNode]] = []
+    for node in nodes_of(statement, (cst.Assign, cst.AnnAssign, cst.For, cst.CompFor, cst.Call)):
         if isinstance(node, cst.Assign):
             if _makes_set(node.value):
                 sets.update(t.target.value for t in node.targets if isinstance(t.target, cst.Name))
@@ -47,7 +70,4 @@ def set_iteration(module: cst.Module) -> cst.CSTNode | None:
             name = func.value if isinstance(func, cst.Name) else func.attr.value if isinstance(func, cst.Attribute) else ""
             if name in _ORDERED_CONSUMERS:
                 iterated.extend((arg.value, node) for arg in node.args)
-    for iterable, node in iterated:
-        if _makes_set(iterable) or (isinstance(iterable, cst.Name) and iterable.value in sets):
-            return node
-    return None
+    return sets, iterated

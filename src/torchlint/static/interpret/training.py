@@ -19,6 +19,7 @@ from torchlint.static.interpret.context import CallInfo, FileContext
 from torchlint.static.interpret.scopes import Body, Mark
 
 BACKWARD, STEP, ZERO_GRAD, CLIP, UNSCALE, GRAD = "backward", "step", "zero_grad", "clip", "unscale", "grad"
+SCHEDULE = "schedule"  # a learning-rate scheduler's step()
 CLIP_NAMES = frozenset({"clip_grad_norm_", "clip_grad_value_", "clip_grad_norm", "clip_gradients"})
 MAX_FLAGS = 3  # more flags than this in one loop: judge the merged actions only
 
@@ -62,7 +63,19 @@ def classify(ctx: FileContext, entry) -> str | None:
         return ZERO_GRAD
     if name == "step" and is_optimizer(ctx, entry.receiver):
         return STEP
+    if name == "step" and is_scheduler(ctx, entry.receiver):
+        return SCHEDULE
     return None
+
+
+def is_scheduler(ctx: FileContext, receiver) -> bool:
+    """A learning-rate scheduler: from its constructor when visible, else from how it is named."""
+    value = ctx.value(receiver)
+    if value.kind == "scheduler":
+        return True
+    if value.kind is not None:
+        return False
+    return "sched" in ctx.shape(receiver).lower().rsplit(".", 1)[-1]
 
 
 def is_optimizer(ctx: FileContext, receiver) -> bool:

@@ -16,7 +16,7 @@ from dataclasses import replace
 
 import libcst as cst
 
-from torchlint.static.facts.values import NOTHING, Value, constant, join, literal_number
+from torchlint.static.facts.values import DEGENERATE, NOTHING, Value, constant, join, literal_number
 from torchlint.static.interpret import guards
 from torchlint.static.interpret.calls import Calls
 from torchlint.static.interpret.context import FileContext
@@ -204,7 +204,12 @@ class Walker(Definitions, Expressions, Calls):
         self._log(Mark("accumulate", node, value=node.value, scope=self.scope))
         if isinstance(node.target, cst.Name):
             op = type(node.operator).__name__.replace("Assign", "")
-            self.frame.env[node.target.value] = self._arith_value(op, left, right, node.target, node.value)
+            result = self._arith_value(op, left, right, node.target, node.value)
+            if op == "Add" and self.scope.loop_depth and left.op == "const" and result.zero > DEGENERATE:
+                # a running total over the loop (`count += mask.sum()`, started at a constant): 0 only
+                # when every iteration adds 0, not whenever one does
+                result = result.but(zero=DEGENERATE)
+            self.frame.env[node.target.value] = result
 
     def _import(self, node: cst.Import) -> None:
         aliases = self.ctx.aliases

@@ -9,6 +9,7 @@ from torchlint.static.rules.tl202_inplace_on_leaf import InplaceOnLeaf
 from torchlint.static.rules.tl203_inplace_on_saved_tensor import InplaceOnSavedTensor
 from torchlint.static.rules.tl204_needless_retain_graph import NeedlessRetainGraph
 from torchlint.static.rules.tl205_implicit_reentrant_checkpoint import ImplicitReentrantCheckpoint
+from torchlint.static.rules.tl206_loss_term_without_gradient import LossTermWithoutGradient
 from torchlint.static.rules.tl301_missing_zero_grad import MissingZeroGrad
 from torchlint.static.rules.tl302_missing_grad_clip import MissingGradClip
 from torchlint.static.rules.tl303_misordered_step import MisorderedStep
@@ -16,6 +17,7 @@ from torchlint.static.rules.tl304_anomaly_detection_left_on import AnomalyDetect
 from torchlint.static.rules.tl305_unscaled_clip import UnscaledClip
 from torchlint.static.rules.tl306_eval_without_no_grad import EvalWithoutNoGrad
 from torchlint.static.rules.tl307_fp16_without_grad_scaler import Fp16WithoutGradScaler
+from torchlint.static.rules.tl308_train_mode_not_restored import TrainModeNotRestored
 from torchlint.static.rules.tl401_empty_cache_in_loop import EmptyCacheInLoop
 from torchlint.static.rules.tl402_graph_kept_alive import GraphKeptAlive
 from torchlint.static.rules.tl403_synchronous_dataloader import SynchronousDataloader
@@ -48,6 +50,7 @@ from torchlint.static.rules.tl119_hand_written_norm import HandWrittenNorm
 from torchlint.static.rules.tl120_high_learning_rate import HighLearningRate
 from torchlint.static.rules.tl121_fill_overflows_float16 import FillOverflowsFloat16
 from torchlint.static.rules.tl122_eps_vanishes_in_float16 import EpsVanishesInFloat16
+from torchlint.static.rules.tl123_unclamped_acos import UnclampedAcos
 
 # Order matters only for claims within one node: rules that own a whole expression come first.
 STATIC_RULES: tuple[Rule, ...] = (
@@ -57,6 +60,7 @@ STATIC_RULES: tuple[Rule, ...] = (
     HandWrittenBce(),
     LogOfProbability(),
     EpsVanishesInFloat16(),
+    UnclampedAcos(),
     UnguardedLog(),
     BceOnProbabilities(),
     HandWrittenNorm(),
@@ -78,6 +82,7 @@ STATIC_RULES: tuple[Rule, ...] = (
     InplaceOnLeaf(),
     NeedlessRetainGraph(),
     ImplicitReentrantCheckpoint(),
+    LossTermWithoutGradient(),
     MissingZeroGrad(),
     MissingGradClip(),
     MisorderedStep(),
@@ -85,6 +90,7 @@ STATIC_RULES: tuple[Rule, ...] = (
     UnscaledClip(),
     EvalWithoutNoGrad(),
     Fp16WithoutGradScaler(),
+    TrainModeNotRestored(),
     EmptyCacheInLoop(),
     GraphKeptAlive(),
     SynchronousDataloader(),

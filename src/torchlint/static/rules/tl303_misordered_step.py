@@ -8,8 +8,8 @@ from torchlint.static.interpret.context import FileContext
 from torchlint.static.rules.base import Rule
 from torchlint.static.interpret.periodic import is_periodic
 from torchlint.static.interpret.scopes import Body
-from torchlint.static.interpret.training import (BACKWARD, CLIP, STEP, ZERO_GRAD, Action, gates_in,
-                                                 innermost_training_loops, is_optimizer, paths)
+from torchlint.static.interpret.training import (BACKWARD, CLIP, SCHEDULE, STEP, ZERO_GRAD, Action, actions,
+                                                 gates_in, innermost_training_loops, is_optimizer, paths)
 
 
 class MisorderedStep(Rule):
@@ -21,10 +21,21 @@ class MisorderedStep(Rule):
     )
 
     def on_end(self, ctx: FileContext) -> None:
-        for loop, merged in innermost_training_loops(ctx):
+        innermost = innermost_training_loops(ctx)
+        for loop, merged in innermost:
             for steps in paths(merged):
                 self._check_path(ctx, steps)
             self._check_accumulation(ctx, loop, merged)
+        # an epoch loop that steps its scheduler before the epoch's training steps (in a called function)
+        inner = {id(loop) for loop, _ in innermost}
+        for loop in ctx.loops:
+            if id(loop) in inner:
+                continue
+            merged = actions(ctx, loop)
+            kinds = {a.kind for a in merged}
+            if BACKWARD in kinds and STEP in kinds and SCHEDULE in kinds:
+                for steps in paths(merged):
+                    self._check_schedule(ctx, steps)
 
     def _check_accumulation(self, ctx: FileContext, loop, steps: list[Action]) -> None:
         """Backward every iteration, step() only every k-th, zero_grad() every iteration: each step
@@ -68,6 +79,7 @@ class MisorderedStep(Rule):
             self._report(ctx, steps[first_step].node,
                          "step() runs before this iteration's backward(): it applies the previous "
                          "iteration's (or no) gradients; call backward() first")
+        self._check_schedule(ctx, steps)
         pending_backward = False
         stepped = False
         for index, action in enumerate(steps):
@@ -83,6 +95,25 @@ class MisorderedStep(Rule):
                 where = "after step(): it clips gradients already applied" if stepped else \
                     "before backward(): there are no new gradients to clip yet"
                 self._report(ctx, action.node, f"gradient clipping {where}; clip between backward() and step()")
+
+    def _check_schedule(self, ctx: FileContext, steps: list[Action]) -> None:
+        """`scheduler.step()` before this iteration's `optimizer.step()` (the steps on the same branch:
+        not the warm-up epochs' `if` when the scheduler is in the `else`): the schedule runs one step
+        ahead (PyTorch warns that its first value is skipped). A step with an argument (an epoch, a
+        metric for ReduceLROnPlateau) follows another protocol and is left alone."""
+        for index, action in enumerate(steps):
+            call = action.call
+            if action.kind != SCHEDULE or call is None or call.args or call.kwargs:
+                continue
+            along = [(position, a) for position, a in enumerate(steps)
+                     if a.kind == STEP and _compatible(a.gates, action.gates)]
+            if along and all(position > index for position, _ in along):
+                self._report(ctx, action.node,
+                             f"the learning-rate scheduler steps before `{ctx.code(along[0][1].node, 40)}` in "
+                             "each iteration, so the schedule runs one step ahead of the updates and its first "
+                             "value is never used (PyTorch warns about this order). Call scheduler.step() "
+                             "after optimizer.step()")
+                return
 
     def _report(self, ctx: FileContext, node, message: str) -> None:
         if not ctx.is_claimed(node):
@@ -104,3 +135,9 @@ def _same_optimizer(ctx: FileContext, zero: Action, step: Action) -> bool:
     if stepped is None or not is_optimizer(ctx, zero.call.receiver) or not is_optimizer(ctx, stepped):
         return True
     return ctx.shape(zero.call.receiver) == ctx.shape(stepped)
+
+
+def _compatible(gates: tuple, others: tuple) -> bool:
+    """Two actions can run in the same iteration: no `if` test they both run under is true for one and
+    false for the other."""
+    return not any(test is other and value != other_value for test, value in gates for other, other_value in others)

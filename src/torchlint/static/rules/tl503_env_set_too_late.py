@@ -7,6 +7,7 @@ import libcst as cst
 from torchlint.rule import RuleInfo
 from torchlint.static.interpret.context import CallInfo, FileContext
 from torchlint.static.interpret.hash_order import set_iteration
+from torchlint.static.parsing import statement_memo
 from torchlint.static.rules.base import Rule
 from torchlint.static.rules.tl502_conflicting_determinism import env_names
 from torchlint.static.interpret.scopes import Mark
@@ -65,7 +66,7 @@ class EnvSetTooLate(Rule):
 def _hash_order_evidence(ctx: FileContext) -> tuple | None:
     """Where the program iterates over a set: in this file, or in a project file importing it (the
     script whose seeding helper this is). None when nothing depends on the hash seed."""
-    node = set_iteration(ctx.module)
+    node = set_iteration(ctx.module, statement_memo(ctx.module, "set_iteration"))
     if node is not None:
         return (node, "a set is iterated here: its order depends on the hash seed")
     if ctx.project is None or ctx.file is None:

@@ -1,0 +1,165 @@
+"""TL206 loss-term-without-gradient: a term of the loss whose autograd history was cut on the way."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from torchlint.rule import RuleInfo
+from torchlint.static.facts import ops
+from torchlint.static.interpret.context import CallInfo, FileContext
+from torchlint.static.interpret.training import BACKWARD, classify
+from torchlint.static.rules.base import Rule
+
+MAX_DEPTH = 4  # helper functions (and sums through names) followed from a loss to where a term's history was cut
+
+
+class LossTermWithoutGradient(Rule):
+    info = RuleInfo(
+        "TL206", "loss-term-without-gradient", "error",
+        "A term of the loss built from `.data`, `.detach()`, `.item()` or NumPy values of the model's "
+        "tensors: it adds to the loss's value but nothing to its gradient, so it trains nothing.",
+        tags=("autograd", "training-loop"),
+    )
+
+    def on_call(self, ctx: FileContext, call: CallInfo) -> None:
+        if classify(ctx, call) == BACKWARD:
+            loss = _loss_of(ctx, call)
+            if loss is not None:
+                function = ctx.enclosing[-1] if ctx.enclosing else None
+                ctx.memo.setdefault(self.info.code, []).append((call, loss, function))
+
+    def on_end(self, ctx: FileContext) -> None:
+        done: set[int] = set()
+        for backward, loss, function in ctx.memo.get(self.info.code, ()):
+            defs = _assignments(function if function is not None else ctx.module)
+            terms = _terms(ctx, loss, defs, 0)
+            if len(terms) < 2:
+                continue  # a loss that is one cut term fails loudly in backward() ("does not require grad")
+            if not any(ctx.value(term).tracked is True for term in terms):
+                continue
+            for term in terms:
+                if ctx.value(term).tracked is not False or id(term) in done:
+                    continue
+                cut = _cut_in(ctx, term, defs, 0, set())
+                if cut is None or id(cut) in done:
+                    continue
+                done.update((id(term), id(cut)))
+                ctx.report(
+                    self.info, cut,
+                    f"`{ctx.code(cut, 50)}` cuts the autograd history of a tensor that has one, and the loss "
+                    f"term `{ctx.code(term, 40)}` built from it reaches `{ctx.code(backward.node, 40)}` as a "
+                    "constant: it changes the loss's value but adds nothing to the gradient, so what it was "
+                    "meant to train is not trained. Compute it with torch ops on the tensor itself (no "
+                    "`.data`, `.detach()`, `.item()`, `.numpy()` or `torch.tensor(...)` on the way)",
+                    related=((term, "the loss term without gradient"), (backward.node, "the backward")),
+                )
+
+
+def _loss_of(ctx: FileContext, call: CallInfo):
+    """The expression being backpropagated: `loss` in `loss.backward()`, `scaler.scale(loss)
+    .backward()`, `accelerator.backward(loss)`, `torch.autograd.backward(loss)`."""
+    if call.form == "function" or (call.form == "method" and call.args and call.name == "backward"
+                                   and ctx.value(call.receiver).kind is not None):
+        return call.args[0] if call.args else None
+    node = call.receiver
+    inner = ctx.call(node) if isinstance(node, cst.Call) else None
+    if inner is not None and inner.name == "scale" and inner.args:
+        node = inner.args[0]
+    return node
+
+
+def _terms(ctx: FileContext, node, defs: dict, depth: int) -> list:
+    """The summands of a loss expression, through names assigned a sum and constant weights."""
+    if isinstance(node, cst.BinaryOperation):
+        if isinstance(node.operator, (cst.Add, cst.Subtract)):
+            return _terms(ctx, node.left, defs, depth) + _terms(ctx, node.right, defs, depth)
+        if isinstance(node.operator, (cst.Multiply, cst.Divide)) and _weight(node.right, ctx.value(node.right)):
+            return _terms(ctx, node.left, defs, depth)
+        if isinstance(node.operator, cst.Multiply) and _weight(node.left, ctx.value(node.left)):
+            return _terms(ctx, node.right, defs, depth)
+        return [node]
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
+        return _terms(ctx, node.expression, defs, depth)
+    if isinstance(node, cst.Name) and depth < MAX_DEPTH:
+        sources = defs.get(node.value, ())
+        if len(sources) == 1 and isinstance(sources[0], cst.BinaryOperation):
+            return _terms(ctx, sources[0], defs, depth + 1)
+    return [node]
+
+
+def _weight(node, value) -> bool:
+    """A plain number scaling a term: a literal, a constant, or a name or attribute holding one."""
+    if value.op == "const":
+        return True
+    return isinstance(node, (cst.Name, cst.Attribute)) and value.tracked is not True and value.op is None \
+        and value.kind is None
+
+
+def _cut_in(ctx: FileContext, node, defs: dict, depth: int, seen: set[int]):
+    """The `.data` / `.detach()` / `.item()` / `.numpy()` / `.tolist()` of a tensor with autograd history
+    that an untracked expression is computed from, through the names and helper functions it uses."""
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if id(item) in seen:
+            continue
+        seen.add(id(item))
+        if isinstance(item, cst.Attribute) and item.attr.value == "data" and _has_history(ctx, item.value):
+            return item
+        if isinstance(item, cst.Call):
+            call = ctx.call(item)
+            if call is not None and call.form == "method" and call.name in ops.DETACHING_METHODS \
+                    and _has_history(ctx, call.receiver):
+                return item
+            body = getattr(call.callee, "body", None) if call is not None else None
+            function = getattr(body, "node", None)
+            if isinstance(function, cst.FunctionDef) and depth < MAX_DEPTH:
+                inner = _assignments(function)
+                for returned in _returns(function):
+                    found = _cut_in(ctx, returned, inner, depth + 1, seen)
+                    if found is not None:
+                        return found
+        if isinstance(item, cst.Name):  # each assignment is visited once (seen): no depth needed
+            stack.extend(defs.get(item.value, ()))
+            continue
+        if isinstance(item, (cst.Lambda, cst.FunctionDef, cst.ClassDef)):
+            continue
+        stack.extend(item.children)
+    return None
+
+
+def _has_history(ctx: FileContext, node) -> bool:
+    value = ctx.value(node)
+    return value.tracked is True and value.kind in (None, "param")
+
+
+def _assignments(scope) -> dict[str, list]:
+    """Name -> the right-hand sides assigned to it in a function (or module), not in nested ones."""
+    found: dict[str, list] = {}
+    stack = list(scope.body.body if isinstance(scope, cst.FunctionDef) and
+                 isinstance(scope.body, cst.IndentedBlock) else getattr(scope, "body", ()))
+    while stack:
+        item = stack.pop()
+        if isinstance(item, (cst.FunctionDef, cst.ClassDef)):
+            continue
+        if isinstance(item, cst.Assign):
+            for target in item.targets:
+                if isinstance(target.target, cst.Name):
+                    found.setdefault(target.target.value, []).append(item.value)
+            continue
+        if isinstance(item, cst.CSTNode):
+            stack.extend(child for child in item.children if isinstance(child, cst.CSTNode))
+    return found
+
+
+def _returns(function: cst.FunctionDef) -> list:
+    found, stack = [], [function.body]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, (cst.FunctionDef, cst.ClassDef, cst.Lambda)):
+            continue
+        if isinstance(item, cst.Return) and item.value is not None:
+            found.append(item.value)
+            continue
+        stack.extend(item.children)
+    return found
