@@ -79,6 +79,11 @@ def _children(node: cst.CSTNode) -> list:
     return children
 
 
+def children(node: cst.CSTNode) -> list:
+    """The child nodes that hold code (no whitespace or punctuation), in source order."""
+    return _children(node)
+
+
 class _Wanted(dict):
     """type -> whether it is a subclass of ``types`` (looked up once per type)."""
 

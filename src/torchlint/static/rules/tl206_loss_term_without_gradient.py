@@ -9,6 +9,7 @@ from torchlint.static.facts import ops
 from torchlint.static.interpret.context import CallInfo, FileContext
 from torchlint.static.interpret.training import BACKWARD, classify
 from torchlint.static.rules.base import Rule
+from torchlint.static.traverse import children
 
 MAX_DEPTH = 4  # helper functions (and sums through names) followed from a loss to where a term's history was cut
 
@@ -30,8 +31,12 @@ class LossTermWithoutGradient(Rule):
 
     def on_end(self, ctx: FileContext) -> None:
         done: set[int] = set()
+        scopes: dict[int, dict] = {}
         for backward, loss, function in ctx.memo.get(self.info.code, ()):
-            defs = _assignments(function if function is not None else ctx.module)
+            scope = function if function is not None else ctx.module
+            defs = scopes.get(id(scope))
+            if defs is None:
+                defs = scopes[id(scope)] = _assignments(scope)
             terms = _terms(ctx, loss, defs, 0)
             if len(terms) < 2:
                 continue  # a loss that is one cut term fails loudly in backward() ("does not require grad")
@@ -124,7 +129,7 @@ def _cut_in(ctx: FileContext, node, defs: dict, depth: int, seen: set[int]):
             continue
         if isinstance(item, (cst.Lambda, cst.FunctionDef, cst.ClassDef)):
             continue
-        stack.extend(item.children)
+        stack.extend(children(item))
     return None
 
 
@@ -147,8 +152,9 @@ def _assignments(scope) -> dict[str, list]:
                 if isinstance(target.target, cst.Name):
                     found.setdefault(target.target.value, []).append(item.value)
             continue
-        if isinstance(item, cst.CSTNode):
-            stack.extend(child for child in item.children if isinstance(child, cst.CSTNode))
+        if isinstance(item, (cst.BaseSmallStatement, cst.BaseExpression)):
+            continue  # statements only: assignments are not nested in expressions
+        stack.extend(children(item))
     return found
 
 
@@ -161,5 +167,5 @@ def _returns(function: cst.FunctionDef) -> list:
         if isinstance(item, cst.Return) and item.value is not None:
             found.append(item.value)
             continue
-        stack.extend(item.children)
+        stack.extend(children(item))
     return found
