@@ -774,11 +774,17 @@ CASES = {
         layer = nn.Linear(4, 4)
         nn.init.uniform_(layer.weight, -5.0, 5.0)
         """, {("TL109", 4)}),
-    "fill_ on a bias through .data": ("""
+    "fill_ on a weight through .data": ("""
         import torch.nn as nn
         layer = nn.Linear(4, 4)
-        layer.bias.data.fill_(10.0)
+        layer.weight.data.fill_(10.0)
         """, {("TL109", 4)}),
+    "clean: a large constant bias (a focal-loss prior) is added, not multiplied": ("""
+        import torch.nn as nn
+        head = nn.Conv2d(64, 1, 1)
+        nn.init.constant_(head.bias, -2.19)
+        head.bias.data.fill_(-4.6)
+        """, set()),
     "normal_ over named_parameters": ("""
         import torch.nn as nn
         model = nn.Linear(4, 4)
@@ -900,6 +906,21 @@ CASES = {
         def f(x, y):
             return F.cross_entropy(F.log_softmax(x, dim=1), y)
         """, {("TL111", 4)}),
+    "kl_div given probabilities as its input (the distillation arguments swapped)": ("""
+        import torch.nn as nn
+        import torch.nn.functional as F
+        def distill(student_logits, teacher_logits, T=4.0):
+            return F.kl_div(F.softmax(student_logits / T, dim=1), F.log_softmax(teacher_logits / T, dim=1),
+                            reduction="batchmean")
+        def distill_module(s, t):
+            return nn.KLDivLoss(reduction="batchmean")(F.softmax(s, dim=-1), F.softmax(t, dim=-1))
+        """, {("TL111", 5), ("TL111", 8)}),
+    "clean: kl_div of log-probabilities, with a log target": ("""
+        import torch.nn.functional as F
+        def distill(s, t, T=4.0):
+            return F.kl_div(F.log_softmax(s / T, dim=1), F.log_softmax(t / T, dim=1), reduction="batchmean",
+                            log_target=True)
+        """, set()),
     "clean: cross_entropy on logits, nll on log_softmax": ("""
         import torch.nn.functional as F
         def f(x, y):

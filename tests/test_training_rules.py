@@ -552,6 +552,18 @@ CASES = {
                 scores.append(model(x).max().item())
             return scores
         """, {("TL306", 7)}),
+    "clean: an adversarial attack in eval mode takes gradients of the input": ("""
+        import torch
+        import torch.nn.functional as F
+        def pgd(model, x, y, eps=0.3, alpha=0.01, steps=10):
+            model.eval()
+            x_adv = x.clone()
+            for _ in range(steps):
+                x_adv.requires_grad_(True)
+                grad, = torch.autograd.grad(F.cross_entropy(model(x_adv), y), x_adv)
+                x_adv = (x_adv.detach() + alpha * grad.sign()).clamp(0, 1)
+            return x_adv
+        """, set()),
     # TL401
     "empty_cache every training step, in the loop or in the step function it calls": ("""
         import torch
@@ -1139,6 +1151,56 @@ CASES = {
                 loss.backward()
                 opt.step()
         """, {("TL206", 6), ("TL206", 9)}),
+    "a gradient penalty and a PINN residual from autograd.grad without create_graph": ("""
+        import torch
+        import torch.nn as nn
+        critic, net = nn.Linear(4, 1), nn.Linear(2, 1)
+        def penalty(real):
+            x = real.clone().requires_grad_(True)
+            out = critic(x)
+            g = torch.autograd.grad(out, x, torch.ones_like(out), retain_graph=True)[0]
+            return ((g.norm(2, dim=1) - 1) ** 2).mean()
+        def residual(x):
+            x = x.clone().requires_grad_(True)
+            u = net(x)
+            u_x = torch.autograd.grad(u, x, torch.ones_like(u), create_graph=True)[0]
+            u_xx = torch.autograd.grad(u_x, x, torch.ones_like(u_x))[0]
+            return u_x - u_xx
+        def train(loader, opt):
+            for real in loader:
+                opt.zero_grad()
+                (critic(real).mean() + 10.0 * penalty(real)).backward()
+                opt.step()
+                opt.zero_grad()
+                loss = (residual(real) ** 2).mean()
+                loss.backward()
+                opt.step()
+        """, {("TL206", 8), ("TL206", 14)}),
+    "clean: create_graph where the derivative is in the loss; a gradient norm used as a constant weight": ("""
+        import torch
+        import torch.nn as nn
+        critic, decoder = nn.Linear(4, 1), nn.Linear(4, 4)
+        def penalty(real):
+            x = real.clone().requires_grad_(True)
+            out = critic(x)
+            g = torch.autograd.grad(out, x, torch.ones_like(out), create_graph=True)[0]
+            return ((g.norm(2, dim=1) - 1) ** 2).mean()
+        def weight(nll, g_loss):
+            a = torch.autograd.grad(nll, decoder.weight, retain_graph=True)[0]
+            b = torch.autograd.grad(g_loss, decoder.weight, retain_graph=True)[0]
+            return (a.norm() / (b.norm() + 1e-4)).clamp(0.0, 1e4).detach()
+        def train(loader, opt):
+            for real in loader:
+                opt.zero_grad()
+                (critic(real).mean() + 10.0 * penalty(real)).backward()
+                opt.step()
+                rec = decoder(real)
+                nll, g_loss = (rec - real).abs().mean(), -critic(rec).mean()
+                loss = nll + weight(nll, g_loss) * g_loss
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+        """, set()),
     "clean: the same terms with gradients; a detached target; a term computed without grad": ("""
         import torch
         import torch.nn as nn

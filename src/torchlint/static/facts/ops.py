@@ -79,11 +79,12 @@ FUNCTION_OPS.update({
 FUNCTION_OPS.update({f"{prefix}{name}": name.replace("arc", "a") for prefix in _TORCH_NP
                      for name in ("acos", "asin", "arccos", "arcsin")})
 FUNCTION_OPS.update({f"torch.nn.functional.{name}": "loss" for name in (
-    "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "kl_div", "poisson_nll_loss",
+    "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss", "poisson_nll_loss",
     "gaussian_nll_loss", "margin_ranking_loss", "hinge_embedding_loss", "cosine_embedding_loss",
     "triplet_margin_loss", "soft_margin_loss", "ctc_loss",
 )})
-LOSS_OPS = frozenset({"loss", "bce", "bce_logits", "cross_entropy", "nll_loss", "multilabel_logits"})
+FUNCTION_OPS["torch.nn.functional.kl_div"] = "kl_div"  # takes log-probabilities as its input
+LOSS_OPS = frozenset({"loss", "bce", "bce_logits", "cross_entropy", "nll_loss", "multilabel_logits", "kl_div"})
 # Losses that apply a sigmoid / log_softmax to their input themselves: they take raw logits.
 LOGIT_LOSSES = frozenset({"bce_logits", "cross_entropy", "multilabel_logits"})
 # The description a Linear/Conv output carries (its op is "matmul", like any projection).
@@ -165,6 +166,7 @@ MODULE_OPS: dict[str, str] = {
     "torch.nn.CrossEntropyLoss": "cross_entropy",
     "torch.nn.NLLLoss": "nll_loss",
     "torch.nn.MultiLabelSoftMarginLoss": "multilabel_logits",
+    "torch.nn.KLDivLoss": "kl_div",
     "torch.nn.Identity": "identity",
     "torch.nn.Dropout": "identity",
     "torch.nn.Sequential": "sequential",

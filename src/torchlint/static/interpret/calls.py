@@ -268,6 +268,12 @@ class Calls:
             return Value(tracked=False, qual=NUMPY, node=node)
         if qual in ops.FACTORIES:
             return Value(tracked=False, node=node)  # a new tensor: no autograd history
+        if qual == "torch.autograd.grad":
+            create = info.kwargs.get("create_graph")
+            if create is None or (isinstance(create, cst.Name) and create.value == "False"):
+                return Value(tracked=False, node=node)  # gradients without a graph of their own
+            if isinstance(create, cst.Name) and create.value == "True":
+                return Value(tracked=True, node=node)
         if qual.startswith("torch.") and qual[6:] in ops.HISTORY_METHODS and values and values[0].tracked \
                 and not values[0].kind:
             return Value(tracked=True, half=values[0].half, node=node)  # `torch.diag_embed(wh)` of a prediction

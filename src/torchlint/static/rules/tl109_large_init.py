@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import libcst as cst
+
 from torchlint.rule import RuleInfo
 from torchlint.static.interpret.context import CallInfo, FileContext
 from torchlint.static.rules.base import Rule
@@ -34,6 +36,8 @@ class LargeInit(Rule):
             slots = _METHOD_NAMES[name]
         else:
             return
+        if _is_bias(call.operand if call.form == "method" else call.param(0, "tensor")):
+            return  # a bias is added, not multiplied: a focal-loss prior `constant_(bias, -2.19)` compounds nothing
         numbers = []
         for position, keyword in slots:
             value = ctx.value(call.param(position, keyword))
@@ -61,3 +65,10 @@ class LargeInit(Rule):
             f"{limit:g}); each layer multiplies activations and gradients by it until they overflow. "
             "Use nn.init.kaiming_*/xavier_* or a small std",
         )
+
+
+def _is_bias(target) -> bool:
+    """`layer.bias`, `layer.bias.data`."""
+    while isinstance(target, cst.Attribute) and target.attr.value == "data":
+        target = target.value
+    return isinstance(target, cst.Attribute) and target.attr.value == "bias"

@@ -29,7 +29,7 @@ class SoftmaxBeforeCrossEntropy(Rule):
 
     def on_call(self, ctx: FileContext, call: CallInfo) -> None:
         for op, chosen in _losses(call):
-            if op not in ("cross_entropy", "nll_loss", "bce_logits", "multilabel_logits"):
+            if op not in ("cross_entropy", "nll_loss", "bce_logits", "multilabel_logits", "kl_div"):
                 continue
             prediction = loss_input(call)
             if prediction is None:
@@ -47,6 +47,11 @@ class SoftmaxBeforeCrossEntropy(Rule):
         elif op == "nll_loss" and value.op in ("softmax", "sigmoid"):
             message = (f"{shown} is {_SQUASHED[value.op]}{when}, but nll_loss expects log-probabilities; use log_softmax "
                        "(or cross_entropy on the logits)")
+        elif op == "kl_div" and value.op in ("softmax", "sigmoid"):
+            message = (f"{shown} is {_SQUASHED[value.op]}{when}, but kl_div expects log-probabilities as its input "
+                       "(the target is probabilities, or log-probabilities with log_target=True): the loss is "
+                       "not the KL divergence, and NaN where the target is a negative log-probability. Use "
+                       "log_softmax for the input")
         else:
             return False
         ctx.report(self.info, call.node, message, related=related)

@@ -16,7 +16,7 @@ from torchlint.static.rules.base import Rule
 
 _GUARDED_OPS = LOG_OPS | {"sqrt", "rsqrt", "reciprocal"}
 # Ops an autocast runs in float32 (torch.amp's float32 list): their outputs keep a tiny eps.
-_AUTOCAST_FLOAT32 = LOG_OPS | {"sum", "norm", "exp", "log1p", "softmax", "log_softmax", "loss", "pow",
+_AUTOCAST_FLOAT32 = LOG_OPS | {"sum", "norm", "exp", "log1p", "softmax", "log_softmax", "loss", "kl_div", "pow",
                                "rsqrt", "prod", "cumsum", "count"}
 
 

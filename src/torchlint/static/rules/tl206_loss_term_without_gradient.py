@@ -37,11 +37,24 @@ class LossTermWithoutGradient(Rule):
             defs = scopes.get(id(scope))
             if defs is None:
                 defs = scopes[id(scope)] = _assignments(scope)
+            freeing = _find(ctx, loss, defs, 0, set(), _frees_graph)
+            if freeing is not None and id(freeing) not in done:
+                done.add(id(freeing))
+                ctx.report(
+                    self.info, freeing,
+                    f"`{ctx.code(freeing, 50)}` frees the graph it differentiates (no `create_graph=True`, no "
+                    f"`retain_graph=True`), and its result is part of the loss that `{ctx.code(backward.node, 40)}` "
+                    "then backpropagates through that graph: backward fails (\"Trying to backward through the "
+                    "graph a second time\"), and the gradient computed here would carry no gradient itself. "
+                    "Pass `create_graph=True` (derivatives in a loss: PINN residuals, gradient penalties)",
+                    related=((backward.node, "the backward"),),
+                )
+                continue
             terms = _terms(ctx, loss, defs, 0)
             if len(terms) < 2:
                 continue  # a loss that is one cut term fails loudly in backward() ("does not require grad")
-            if not any(ctx.value(term).tracked is True for term in terms):
-                continue
+            if all(ctx.value(term).tracked is False for term in terms):
+                continue  # nothing in it has a gradient: backward() fails loudly
             for term in terms:
                 if ctx.value(term).tracked is not False or id(term) in done:
                     continue
@@ -49,13 +62,17 @@ class LossTermWithoutGradient(Rule):
                 if cut is None or id(cut) in done:
                     continue
                 done.update((id(term), id(cut)))
+                how = "computes gradients without `create_graph=True`, so they have no autograd history" \
+                    if isinstance(cut, cst.Call) and ctx.call(cut) is not None and \
+                    ctx.call(cut).qual == "torch.autograd.grad" else "cuts the autograd history of a tensor that has one"
                 ctx.report(
                     self.info, cut,
-                    f"`{ctx.code(cut, 50)}` cuts the autograd history of a tensor that has one, and the loss "
+                    f"`{ctx.code(cut, 50)}` {how}, and the loss "
                     f"term `{ctx.code(term, 40)}` built from it reaches `{ctx.code(backward.node, 40)}` as a "
                     "constant: it changes the loss's value but adds nothing to the gradient, so what it was "
                     "meant to train is not trained. Compute it with torch ops on the tensor itself (no "
-                    "`.data`, `.detach()`, `.item()`, `.numpy()` or `torch.tensor(...)` on the way)",
+                    "`.data`, `.detach()`, `.item()`, `.numpy()` or `torch.tensor(...)` on the way; "
+                    "`create_graph=True` for gradients)",
                     related=((term, "the loss term without gradient"), (backward.node, "the backward")),
                 )
 
@@ -101,27 +118,53 @@ def _weight(node, value) -> bool:
 
 
 def _cut_in(ctx: FileContext, node, defs: dict, depth: int, seen: set[int]):
-    """The `.data` / `.detach()` / `.item()` / `.numpy()` / `.tolist()` of a tensor with autograd history
-    that an untracked expression is computed from, through the names and helper functions it uses."""
+    """The `.data` / `.detach()` / `.item()` / `.numpy()` / `.tolist()` of a tensor with autograd history,
+    or the `torch.autograd.grad(...)` without `create_graph=True`, that an untracked expression is
+    computed from, through the names and helper functions it uses."""
+    return _find(ctx, node, defs, depth, seen, _cuts)
+
+
+def _cuts(ctx: FileContext, item) -> bool:
+    if isinstance(item, cst.Attribute):
+        return item.attr.value == "data" and _has_history(ctx, item.value)
+    call = ctx.call(item) if isinstance(item, cst.Call) else None
+    if call is None:
+        return False
+    if call.form == "method" and call.name in ops.DETACHING_METHODS:
+        return _has_history(ctx, call.receiver)
+    return call.qual == "torch.autograd.grad" and not _true(call.kwargs.get("create_graph"))
+
+
+def _frees_graph(ctx: FileContext, item) -> bool:
+    """`torch.autograd.grad(...)` that neither keeps its graph for a later backward nor builds one."""
+    call = ctx.call(item) if isinstance(item, cst.Call) else None
+    return call is not None and call.qual == "torch.autograd.grad" and not call.scope.no_grad and \
+        "create_graph" not in call.kwargs and "retain_graph" not in call.kwargs
+
+
+def _true(node) -> bool:
+    return isinstance(node, cst.Name) and node.value == "True"
+
+
+def _find(ctx: FileContext, node, defs: dict, depth: int, seen: set[int], match):
+    """The first node ``match`` accepts in what an expression is computed from: its own nodes, the
+    assignments to the names it uses, the returns of the file's functions it calls."""
     stack = [node]
     while stack:
         item = stack.pop()
         if id(item) in seen:
             continue
         seen.add(id(item))
-        if isinstance(item, cst.Attribute) and item.attr.value == "data" and _has_history(ctx, item.value):
+        if match(ctx, item):
             return item
         if isinstance(item, cst.Call):
             call = ctx.call(item)
-            if call is not None and call.form == "method" and call.name in ops.DETACHING_METHODS \
-                    and _has_history(ctx, call.receiver):
-                return item
             body = getattr(call.callee, "body", None) if call is not None else None
             function = getattr(body, "node", None)
             if isinstance(function, cst.FunctionDef) and depth < MAX_DEPTH:
                 inner = _assignments(function)
                 for returned in _returns(function):
-                    found = _cut_in(ctx, returned, inner, depth + 1, seen)
+                    found = _find(ctx, returned, inner, depth + 1, seen, match)
                     if found is not None:
                         return found
         if isinstance(item, cst.Name):  # each assignment is visited once (seen): no depth needed

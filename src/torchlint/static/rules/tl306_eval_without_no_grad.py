@@ -7,9 +7,10 @@ import re
 import libcst as cst
 
 from torchlint.rule import RuleInfo
+from torchlint.static.facts.ops import LOSS_OPS
 from torchlint.static.interpret.context import CallInfo, FileContext
 from torchlint.static.rules.base import Rule
-from torchlint.static.interpret.training import BACKWARD, STEP, actions, loop_header
+from torchlint.static.interpret.training import BACKWARD, GRAD, STEP, actions, loop_header
 from torchlint.static.interpret.scopes import Body
 
 EVAL_LOADER = re.compile(r"(val|valid|validation|test|eval|dev)(_|loader|data|set|\b)", re.I)
@@ -38,15 +39,15 @@ class EvalWithoutNoGrad(Rule):
         if loop.scope.no_grad:
             return
         kinds = {a.kind for a in actions(ctx, loop)}
-        if BACKWARD in kinds or STEP in kinds:
-            return
+        if BACKWARD in kinds or STEP in kinds or GRAD in kinds:
+            return  # the loop uses its graphs: training, or gradients of the input (an adversarial attack)
         iterates_eval_data = isinstance(loop.node, cst.For) and EVAL_LOADER.search(ctx.shape(loop.node.iter))
         for entry in loop.walk(expand=False):
             if not isinstance(entry, CallInfo) or entry.scope.no_grad:
                 continue
             callee = ctx.shape(entry.node.func)
             model_call = callee in evaluated or (
-                iterates_eval_data and entry.callee.kind in ("instance", "module") and entry.op != "loss")
+                iterates_eval_data and entry.callee.kind in ("instance", "module") and entry.op not in LOSS_OPS)
             if model_call:
                 reason = f"`{callee}` is in eval mode" if callee in evaluated else "it iterates evaluation data"
                 ctx.report(
