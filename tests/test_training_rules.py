@@ -1034,6 +1034,29 @@ CASES = {
                 accelerator.backward(loss)
                 optimizer.step()
         """, set()),
+    "autocast dtypes held in attributes: float16 reported, bfloat16-or-float32 by configuration not": ("""
+        import torch
+        class Trainer:
+            def __init__(self, model, optimizer, bf16, fp16):
+                self.model, self.optimizer = model, optimizer
+                self.device = torch.device("cuda")
+                self.amp_dtype = torch.bfloat16 if bf16 else torch.float32
+                self.half_dtype = torch.float16 if fp16 else torch.float16
+            def fit(self, loader):
+                for x in loader:
+                    with torch.autocast(device_type=self.device.type, dtype=self.amp_dtype):
+                        loss = self.model(x).sum()
+                    loss.backward()
+                    self.optimizer.step()
+                    self.optimizer.zero_grad()
+            def fit_half(self, loader):
+                for x in loader:
+                    with torch.autocast(device_type=self.device.type, dtype=self.half_dtype):
+                        loss = self.model(x).sum()
+                    loss.backward()
+                    self.optimizer.step()
+                    self.optimizer.zero_grad()
+        """, {("TL307", 18)}),
     "clean: autocast on a device from a parameter, in a file that never targets CUDA": ("""
         import torch
         def cpu(model, loader, optimizer, device):
