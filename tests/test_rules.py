@@ -296,6 +296,23 @@ CASES = {
             return x, y, z
         """, set()),
     # --- TL119 hand-written-norm ---------------------------------------------------------------
+    "pairwise distances from a Gram matrix, |a|^2 - 2ab + |b|^2, under sqrt (batch-hard triplet loss)": ("""
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+        net = nn.Linear(8, 4)
+        def pairwise(emb):
+            dot = emb @ emb.t()
+            sq = dot.diagonal()
+            return (sq.unsqueeze(0) - 2.0 * dot + sq.unsqueeze(1)).sqrt()
+        def guarded(emb):
+            g = torch.mm(emb, emb.t())
+            sq = torch.diagonal(g)
+            return torch.sqrt(sq[:, None] + sq[None, :] - 2 * g + 1e-12)
+        def loss(x, y):
+            emb = F.normalize(net(x), dim=-1)
+            return pairwise(emb).mean() + guarded(emb).mean()
+        """, {("TL119", 9)}),
     "power one half of a sum of squared differences of embeddings": ("""
         import torch
         class Siamese(torch.nn.Module):

@@ -55,8 +55,10 @@ def arith(op: str, left: Value, right: Value, left_node, right_node, node, fp16:
     if op == "MatrixMultiply" and left.op == "normalize" and right.op == "normalize":
         # unit rows times unit columns: cosine similarities
         return Value(op="cosine", lo=-ranges.COSINE_BOUND, hi=ranges.COSINE_BOUND, desc="a cosine similarity",
-                     half=half or fp16,
-                     tracked=tracked_of(left, right), node=node)
+                     half=half or fp16, tracked=tracked_of(left, right), node=node,
+                     of=left if same_tensor(left, right) else None)
+    if op == "MatrixMultiply" and same_tensor(left, right) and left is not NOTHING:
+        return gram(left, node, half or fp16)
     if op == "MatrixMultiply":
         return Value(op="matmul", unbounded=True, half=half or fp16, desc="a matmul output",
                      tracked=tracked_of(left, right), node=node)
@@ -90,9 +92,47 @@ def _top_of(left: Value, right: Value):
     return None
 
 
+def same_tensor(a: Value, b: Value) -> bool:
+    """`x @ x.t()`: the same value (a transpose is the same value), or values made by one expression."""
+    return a is b or (a.node is not None and a.node is b.node)
+
+
+def gram(x: Value, node, half: bool) -> Value:
+    """x @ x.T: the inner products of x's rows with each other (`of`: x)."""
+    return Value(op="gram", unbounded=True, half=half, desc="a matmul output", tracked=x.tracked, node=node, of=x)
+
+
+def _gram_parts(left: Value, right: Value, node, half: bool, subtract: bool) -> Value | None:
+    """The squared distances of a Gram matrix G = X X^T written out: diag(G) - 2 G + diag(G)^T, in
+    either order. `gram_diag` is the squared norms, `gram_partial` two of the three terms."""
+    tracked = tracked_of(left, right)
+    scaled = right.op in ("gram", "cosine") and right.of is not None
+    if subtract and scaled and left.op in ("gram_diag", "gram_diag2") and left.of is right.of:
+        if left.op == "gram_diag":
+            return Value(op="gram_partial", half=half, tracked=tracked, node=node, of=left.of)
+        return _squared_distances(tracked, node, half)
+    if not subtract:
+        for one, other in ((left, right), (right, left)):
+            if one.op == "gram_partial" and other.op == "gram_diag" and one.of is other.of:
+                return _squared_distances(tracked, node, half)
+        if left.op == "gram_diag" and right.op == "gram_diag" and left.of is right.of:
+            return Value(op="gram_diag2", lo=0.0, half=half, tracked=tracked, node=node, of=left.of)
+    return None
+
+
+def _squared_distances(tracked, node, half: bool) -> Value:
+    """|a|^2 - 2 a.b + |b|^2: exactly 0 for a point with itself (the diagonal), and a rounding step
+    below 0 elsewhere when two points are close."""
+    return Value(op="sum", lo=-ranges.INF, hi=ranges.INF, zero=DEGENERATE, desc="a sum of squares", half=half,
+                 tracked=tracked, node=node, squared_distance=True)
+
+
 def _add(left: Value, right: Value, node, half: bool) -> Value:
     lo, hi = ranges.add(left.span, right.span, half)
     tracked = tracked_of(left, right)
+    parts = _gram_parts(left, right, node, half, subtract=False)
+    if parts is not None:
+        return parts
     for guard, guarded in ((left, right), (right, left)):
         if guard.op == "const" and guard.const is not None and guard.const > 0 and guarded.lo >= 0:
             # `x + eps`: the eps is the value itself wherever x is exactly 0 (it may round away in float16).
@@ -112,6 +152,9 @@ def _add(left: Value, right: Value, node, half: bool) -> Value:
 def _subtract(left: Value, right: Value, node, half: bool) -> Value:
     lo, hi = ranges.subtract(left.span, right.span, half)
     tracked = tracked_of(left, right)
+    parts = _gram_parts(left, right, node, half, subtract=True)
+    if parts is not None:
+        return parts
     if left.op == "const" and left.const == 1 and right.prob:
         # 1 - p is 0 where p rounds to 1: a sigmoid does above x ~ 16.6 in float32 (8.3 in float16).
         rounded = right.op == "clamp" and right.desc.startswith("clamped to at most")
