@@ -1249,6 +1249,50 @@ CASES = {
                 opt.step()
                 print(loss.item() + out.detach().mean().item())
         """, set()),
+    # TL505
+    "seeded after the model is built, directly and through a seeding helper": ("""
+        import random
+        import torch
+        import torch.nn as nn
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(4, 4)
+            def forward(self, x):
+                return self.fc(x)
+        def set_seed(seed):
+            random.seed(seed)
+            torch.manual_seed(seed)
+        def main(seed):
+            model = Net()
+            set_seed(seed)
+            return model
+        def other(seed):
+            layer = nn.Linear(4, 4)
+            torch.manual_seed(seed)
+            return layer
+        """, {("TL505", 16), ("TL505", 20)}),
+    "clean: seeded first; weights loaded after; a layer without weights; a pretrained model": ("""
+        import torch
+        import torch.nn as nn
+        from transformers import AutoModel
+        def first(seed):
+            torch.manual_seed(seed)
+            return nn.Linear(4, 4)
+        def restored(seed, path):
+            model = nn.Linear(4, 4)
+            torch.manual_seed(seed)
+            model.load_state_dict(torch.load(path))
+            return model
+        def no_weights(seed):
+            act = nn.ReLU()
+            torch.manual_seed(seed)
+            return act
+        def pretrained(seed):
+            model = AutoModel.from_pretrained("bert-base-uncased")
+            torch.manual_seed(seed)
+            return model
+        """, set()),
     # TL308
     "evaluation in the epoch loop leaves the model in eval mode (train() only before the loop)": ("""
         import torch

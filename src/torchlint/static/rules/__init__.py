@@ -26,6 +26,7 @@ from torchlint.static.rules.tl501_partial_seeding import PartialSeeding
 from torchlint.static.rules.tl502_conflicting_determinism import ConflictingDeterminism
 from torchlint.static.rules.tl503_env_set_too_late import EnvSetTooLate
 from torchlint.static.rules.tl504_rng_shared_by_workers import RngSharedByWorkers
+from torchlint.static.rules.tl505_seed_after_init import SeedAfterInit
 from torchlint.static.rules.tl701_unsafe_load import UnsafeLoad
 from torchlint.static.rules.tl702_load_needs_weights_only_false import LoadNeedsWeightsOnlyFalse
 from torchlint.static.rules.tl703_load_pickles_on_old_torch import LoadPicklesOnOldTorch
@@ -99,6 +100,7 @@ STATIC_RULES: tuple[Rule, ...] = (
     ConflictingDeterminism(),
     EnvSetTooLate(),
     RngSharedByWorkers(),
+    SeedAfterInit(),
     UnsafeLoad(),
     LoadNeedsWeightsOnlyFalse(),
     LoadPicklesOnOldTorch(),
