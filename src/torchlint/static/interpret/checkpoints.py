@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import libcst as cst
@@ -229,12 +230,29 @@ def project_saves(ctx: FileContext) -> list[Saved]:
     own = str(Path(ctx.file).resolve())
     found = []
     for path in ctx.deps:
-        if path == own:
-            continue
+        if path == own or not _mentions_save(path):
+            continue  # a module that never writes "save" has no torch.save: no need to summarise it
         summary = ctx.project.summary(Path(path))
         if summary is not None:
             found.extend(summary.checkpoints)
     return found
+
+
+def _mentions_save(path: str) -> bool:
+    """Whether the file's text contains "save" (as `summarise` asks before looking for saves)."""
+    try:
+        stat = os.stat(path)
+    except OSError:
+        return True  # let the summary say what it can
+    return _text_mentions_save(path, stat.st_mtime_ns, stat.st_size)
+
+
+@lru_cache(maxsize=4096)
+def _text_mentions_save(path: str, mtime_ns: int, size: int) -> bool:
+    try:
+        return b"save" in Path(path).read_bytes()
+    except OSError:
+        return True
 
 
 def summarise(ctx: FileContext, module: cst.Module, path: Path) -> tuple[Saved, ...]:
