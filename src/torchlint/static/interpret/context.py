@@ -10,6 +10,7 @@ import libcst as cst
 from torchlint.rule import RuleInfo
 from torchlint.static.facts.values import NOTHING, Value
 from torchlint.static.interpret.scopes import MODULE_SCOPE, Body, Scope
+from torchlint.static.parsing import statement_memo
 
 
 @dataclass
@@ -70,11 +71,10 @@ class CallInfo:
         return None
 
 
-# The code of nodes written out lately, by node object: a node of a statement the language server
-# reuses from one edit to the next is not written out again. Nodes are immutable; the entry keeps
-# its node alive, so an id is never taken for another node's.
-_CODE: dict[int, tuple[cst.CSTNode, tuple[str, str], str]] = {}
-_CODE_KEPT = 4096
+# The code of nodes written out for a document the language server checks, by node object: a node
+# of a statement it reuses from one edit to the next is not written out again. Nodes are immutable;
+# an entry keeps its node alive, so an id is never taken for another node's.
+CODE_KEPT = 4096
 
 
 @dataclass
@@ -149,14 +149,17 @@ class FileContext:
         return text if len(text) <= limit else text[: limit - 1] + "…"
 
     def exact_code(self, node: cst.CSTNode) -> str:
+        kept = statement_memo(self.module, "code")  # the language server's document: kept between edits
+        if kept is None:
+            return self.module.code_for_node(node)
         layout = (self.module.default_indent, self.module.default_newline)
-        entry = _CODE.get(id(node))
+        entry = kept.get(id(node))
         if entry is not None and entry[0] is node and entry[1] == layout:
             return entry[2]
         text = self.module.code_for_node(node)
-        if len(_CODE) >= _CODE_KEPT:
-            _CODE.clear()
-        _CODE[id(node)] = (node, layout, text)
+        if len(kept) >= CODE_KEPT:
+            kept.clear()
+        kept[id(node)] = (node, layout, text)
         return text
 
     def shape(self, node: cst.CSTNode | None) -> str:
