@@ -54,9 +54,7 @@ def arith(op: str, left: Value, right: Value, left_node, right_node, node, fp16:
                      checks=left.checks + right.checks)
     if op == "MatrixMultiply" and left.op == "normalize" and right.op == "normalize":
         # unit rows times unit columns: cosine similarities
-        return Value(op="cosine", lo=-ranges.COSINE_BOUND, hi=ranges.COSINE_BOUND, desc="a cosine similarity",
-                     half=half or fp16, tracked=tracked_of(left, right), node=node,
-                     of=left if same_tensor(left, right) else None)
+        return cosine(node, half or fp16, tracked_of(left, right), of=left if same_tensor(left, right) else None)
     if op == "MatrixMultiply" and same_tensor(left, right) and left is not NOTHING:
         return gram(left, node, half or fp16)
     if op == "MatrixMultiply":
@@ -95,6 +93,22 @@ def _top_of(left: Value, right: Value):
 def same_tensor(a: Value, b: Value) -> bool:
     """`x @ x.t()`: the same value (a transpose is the same value), or values made by one expression."""
     return a is b or (a.node is not None and a.node is b.node)
+
+
+def cosine(node, half: bool, tracked, of: Value | None = None) -> Value:
+    """The cosine of the angle between two vectors: exactly +-1 where they are parallel, and a
+    rounding step past it when computed in floating point (`of`: x, for the cosines of x's rows with
+    each other)."""
+    return Value(op="cosine", lo=-ranges.COSINE_BOUND, hi=ranges.COSINE_BOUND, desc="a cosine similarity",
+                 half=half, tracked=tracked, node=node, of=of)
+
+
+def gram_diag(matrix: Value, node) -> Value | None:
+    """The diagonal of x @ x.T (or of x's cosines with itself): each row's squared norm; None for
+    another matrix."""
+    if matrix.op not in ("gram", "cosine") or matrix.of is None:
+        return None
+    return Value(op="gram_diag", lo=0.0, half=matrix.half, tracked=matrix.tracked, node=node, of=matrix.of)
 
 
 def gram(x: Value, node, half: bool) -> Value:
@@ -234,8 +248,7 @@ def _multiply(left: Value, right: Value, left_node, right_node, node, half: bool
 def _divide(left: Value, right: Value, node, half: bool) -> Value:
     if left.op in ("sum", "matmul") and _norms(right):
         # a . b / (|a| |b|) (+ eps, or clamped): the cosine of the angle between a and b
-        return Value(op="cosine", lo=-ranges.COSINE_BOUND, hi=ranges.COSINE_BOUND, desc="a cosine similarity", half=half,
-                     tracked=tracked_of(left, right), node=node)
+        return cosine(node, half, tracked_of(left, right))
     if left.lo >= 0 and right.op in ("max", "amax", "add") and right.of is not None and _same(right.of, left):
         # x / x.max() (+ eps) of a nonnegative x: at most 1 (0 / 0 where x is all zero is the divisor's matter)
         return Value(op="div", lo=0.0, hi=1.0, zero=left.zero, desc=left.desc if left.zero else "", half=half,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from torchlint.static.facts import ops, ranges
-from torchlint.static.facts.arith import root_desc, square
+from torchlint.static.facts.arith import cosine, root_desc, square
 from torchlint.static.facts.values import (
     DEGENERATE,
     NONE,
@@ -119,13 +119,6 @@ def apply_op(op: str, x: Value, node, rest: list[Value]) -> Value:
     if op in ops.INTEGRAL_OPS:
         return Value(op=op, half=half, tracked=False, node=node)
     return Value(op=op, half=half, tracked=tracked, node=node)
-
-
-def cosine(node, half: bool, tracked) -> Value:
-    """The cosine of the angle between two vectors: exactly +-1 where they are parallel, and a
-    rounding step past it when computed in floating point."""
-    return Value(op="cosine", lo=-ranges.COSINE_BOUND, hi=ranges.COSINE_BOUND, desc="a cosine similarity", half=half,
-                 tracked=tracked, node=node)
 
 
 def _reduction(op: str, x: Value, node, half: bool, tracked) -> Value:

@@ -7,7 +7,7 @@ import re
 import libcst as cst
 
 from torchlint.static.facts import ops, semantics
-from torchlint.static.facts.arith import arith, gram, same_tensor
+from torchlint.static.facts.arith import arith, cosine, gram, gram_diag, same_tensor
 from torchlint.static.facts.semantics import apply_op
 from torchlint.static.facts.values import (
     DEGENERATE,
@@ -238,10 +238,8 @@ class Calls:
             if name in ("parse_args", "parse_known_args") and receiver.kind in (None, "argparser"):
                 options = Value(kind="namespace", qual="argparse.Namespace", node=node)
                 return options if name == "parse_args" else Value(kind="list", items=(options, NOTHING), node=node)
-            if name in ("diagonal", "diag") and receiver.op in ("gram", "cosine") and receiver.of is not None:
-                # the diagonal of x @ x.T: each row's squared norm
-                return Value(op="gram_diag", lo=0.0, half=receiver.half, tracked=receiver.tracked, node=node,
-                             of=receiver.of)
+            if name in ("diagonal", "diag") and (norms := gram_diag(receiver, node)) is not None:
+                return norms
             if name in ("diagonal", "diag", "nan_to_num") and receiver.op == "cosine":
                 return receiver.but(node=node)  # some of the cosines (NaN ones set to a number in [-1, 1])
             if info.op is None:
@@ -278,10 +276,8 @@ class Calls:
                 return Value(tracked=False, node=node)  # gradients without a graph of their own
             if isinstance(create, cst.Name) and create.value == "True":
                 return Value(tracked=True, node=node)
-        if qual in ("torch.diagonal", "torch.diag") and values and values[0].op in ("gram", "cosine") \
-                and values[0].of is not None:
-            return Value(op="gram_diag", lo=0.0, half=values[0].half, tracked=values[0].tracked, node=node,
-                         of=values[0].of)  # the squared norms of x's rows, from x @ x.T
+        if qual in ("torch.diagonal", "torch.diag") and values and (norms := gram_diag(values[0], node)) is not None:
+            return norms
         if qual.startswith("torch.") and qual[6:] in ops.HISTORY_METHODS and values and values[0].tracked \
                 and not values[0].kind:
             return Value(tracked=True, half=values[0].half, node=node)  # `torch.diag_embed(wh)` of a prediction
@@ -371,8 +367,8 @@ class Calls:
         if op in ("matmul", "einsum"):
             half = operand.half or any(v.half for v in rest) or self.fp16 > 0
             if op == "matmul" and operand.op == "normalize" and rest and rest[0].op == "normalize":
-                cosine = semantics.cosine(node, half, tracked_of(operand, *rest))  # unit rows times unit rows
-                return cosine.but(of=operand) if same_tensor(operand, rest[0]) else cosine
+                return cosine(node, half, tracked_of(operand, *rest),  # unit rows times unit rows
+                              of=operand if same_tensor(operand, rest[0]) else None)
             if op == "matmul" and rest and same_tensor(operand, rest[0]) and operand is not NOTHING:
                 return gram(operand, node, half)
             return Value(op="matmul", unbounded=True, half=half, desc="a matmul output",

@@ -41,15 +41,13 @@ class TrainModeNotRestored(Rule):
                 if id(event.node) in reported or not (own in layered or _has_modes(ctx, ctx.value(event.receiver))):
                     continue
                 reported.add(id(event.node))
-                related = [(event.node, f"`{model}` is put in eval mode here")]
-                where = site.node if site is not event else event.node
                 ctx.report(
-                    self.info, where,
-                    f"`{ctx.code(where, 50)}` puts `{model}` in eval mode and nothing in this loop puts it "
+                    self.info, site.node,
+                    f"`{ctx.code(site.node, 50)}` puts `{model}` in eval mode and nothing in this loop puts it "
                     "back: every later training step runs with dropout off and BatchNorm using (and no "
                     f"longer updating) its running statistics. Call `{model}.train()` at the start of each "
                     "training step or epoch, or after the evaluation",
-                    related=tuple(r for r in related if r[0] is not where),
+                    related=() if site is event else ((event.node, f"`{model}` is put in eval mode here"),),
                 )
 
 
@@ -105,21 +103,19 @@ def _class_has_modes(ctx: FileContext, info, depth: int) -> bool:
     if id(info) in memo:
         return memo[id(info)]
     memo[id(info)] = False  # a class holding itself
-    found = False
-    for cls in info.lineage():
-        if any(_has_modes(ctx, value, depth + 1) for value in cls.attrs.values()):
-            found = True
-            break
-        for method in cls.methods.values():
-            node = getattr(method.body, "node", None)
-            if isinstance(node, cst.FunctionDef) and not method.body.origin or method.body.origin == ctx.path:
-                if isinstance(node, cst.FunctionDef) and MODE_LAYERS.search(ctx.exact_code(node)):
-                    found = True
-                    break
-        if found:
-            break
+    found = any(
+        any(_has_modes(ctx, value, depth + 1) for value in cls.attrs.values())
+        or any(_mentions_modes(ctx, method.body) for method in cls.methods.values())
+        for cls in info.lineage())
     memo[id(info)] = found
     return found
+
+
+def _mentions_modes(ctx: FileContext, body) -> bool:
+    """A method of this file whose code makes or uses a layer that depends on the mode."""
+    node = getattr(body, "node", None)
+    return isinstance(node, cst.FunctionDef) and body.origin in ("", ctx.path) \
+        and MODE_LAYERS.search(ctx.exact_code(node)) is not None
 
 
 def _mode(call: CallInfo) -> str | None:
@@ -137,8 +133,9 @@ def _mode(call: CallInfo) -> str | None:
 
 def _left_in_eval(ctx: FileContext, loop: Body, switched: set[str]) -> Iterator[tuple[CallInfo, CallInfo, str]]:
     """Each eval() of a trained model (one the file puts in train mode somewhere, named as the loop or
-    as the eval's own function names it) in one iteration of ``loop`` after which, going round the loop, a backward comes before
-    any train() of that model (compared in the loop's terms); with the call in the loop leading to it."""
+    as the eval's own function names it) in one iteration of ``loop`` after which, going round the
+    loop, a backward comes before any train() of that model (compared in the loop's terms); with the
+    call in the loop leading to it."""
     events = list(_events(ctx, loop))
     for index, (kind, model, call, site) in enumerate(events):
         if kind != EVAL or (model not in switched and _shape(ctx, call.receiver, {}) not in switched):
