@@ -108,8 +108,10 @@ class FakeDocs:
         self.release = threading.Event()
         self.started: list[int] = []
         self.published: list[tuple[str, int]] = []
+        self.cold: list[bool] = []  # per snapshot taken, whether a cold check was asked for
 
-    def snapshot(self, key):
+    def snapshot(self, key, cold=False):
+        self.cold.append(cold)
         version = self.version.get(key)
         if version is None:
             return None
@@ -176,10 +178,10 @@ def test_a_closed_document_is_not_checked_and_errors_are_reported():
         docs.release.set()
         loop = asyncio.get_running_loop()
 
-        def snapshot(key):
+        def snapshot(key, cold=False):
             if key == "boom":
                 return 1, lambda: 1 / 0
-            return docs.snapshot(key)
+            return docs.snapshot(key, cold)
 
         scheduler = Scheduler(loop, snapshot, lambda k: 1, lambda k, r: docs.published.append(k),
                               lambda k, e: errors.append((k, type(e).__name__)), delay=0)

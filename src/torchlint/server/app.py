@@ -22,6 +22,7 @@ from torchlint.static.project import PROCESS_PROJECT
 CONFIG_NAMES = ("pyproject.toml", "torchlint.toml")
 WATCHED = ("**/pyproject.toml", "**/torchlint.toml", "**/*.py")
 DEFAULT_DEBOUNCE_MS = 30.0
+SETTLE_AFTER_S = 1.0  # a document idle this long after a warm-started check is checked from scratch
 
 
 class TorchlintServer(LanguageServer):
@@ -52,8 +53,13 @@ class TorchlintServer(LanguageServer):
             self.check_soon(key, now=True)
 
     def publish(self, key: Key, checked) -> None:
-        encoding = self.encoding
+        before = self.documents.results.get(key)
         stale = self.documents.record(key, checked)
+        if checked.warm:  # exact once the document rests: checked again from scratch (see warm_start)
+            self.scheduler.schedule(key, SETTLE_AFTER_S, cold=True)
+        elif before is not None and before.token == checked.token and before.findings == checked.findings:
+            return  # the settling check found what the warm one published
+        encoding = self.encoding
         for uri, findings in checked.findings.items():
             version = getattr(self.documents.text_document(uri), "version", None)
             diagnostics = to_diagnostics(findings, checked.texts[uri], uri, encoding)

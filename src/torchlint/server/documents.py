@@ -58,6 +58,7 @@ class Checked:
     texts: dict[str, str] = field(default_factory=dict)
     deps: frozenset[str] = frozenset()
     comments: object = None  # comment_edit.CommentColumns of a text document's text, made when first asked
+    warm: bool = False  # started from the facts of the document's last check (see static.warm_start)
 
 
 # per open document, its top-level statements already parsed: an edit re-parses only those it changed
@@ -73,12 +74,19 @@ def _statement_cache(uri: str) -> StatementCache:
     return cache
 
 
-def check_text_document(uri: str, text: str, settings: Settings, token: object) -> Checked:
+def check_text_document(uri: str, text: str, settings: Settings, token: object, cold: bool = False) -> Checked:
+    """The document's findings; its statements parsed before are reused, and its walk starts from
+    the facts its last check settled on unless ``cold``."""
     file = path_of(uri)
     name = display_name(uri, notebook=False)
-    with reusing(_statement_cache(uri)):
+    cache = _statement_cache(uri)
+    settled = cache.memos.setdefault("settled", {})
+    if cold:
+        settled.clear()
+    settled["warm"] = False
+    with reusing(cache):
         findings, deps = _check(text, name, file, settings, notebook=False)
-    return Checked(token, {uri: findings}, {uri: text}, deps)
+    return Checked(token, {uri: findings}, {uri: text}, deps, warm=settled.get("warm", False))
 
 
 def check_notebook_document(uri: str, cells: list[CellText], settings: Settings, token: object) -> Checked:

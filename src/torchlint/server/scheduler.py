@@ -1,6 +1,8 @@
 """Debounced checks on one worker thread; a result for an outdated snapshot is dropped.
 
-``schedule(key)`` (re)starts a timer for the key; when it fires the key joins the queue. One check
+``schedule(key)`` (re)starts a timer for the key; when it fires the key joins the queue.
+``schedule(key, delay, cold=True)`` asks for a check from scratch (no warm start, see
+``static.warm_start``): the server's settling check once a document has been idle a while. One check
 runs at a time, on a daemon thread, so the server keeps reading messages and exits promptly.
 A check takes a fresh snapshot of its document when it starts (the newest text, whatever the
 edits in between), and its result is published only if the document's token (version and
@@ -29,7 +31,7 @@ def _raise_in(thread_id: int, exception: type[BaseException] | None) -> None:
                                               ctypes.py_object(exception) if exception else None)
 
 
-Snapshot = Callable[[Hashable], "tuple[Hashable, Callable[[], Any]] | None"]
+Snapshot = Callable[[Hashable, bool], "tuple[Hashable, Callable[[], Any]] | None"]
 
 
 _CANCELLED = object()  # the token of an abandoned check
@@ -46,13 +48,13 @@ class Scheduler:
         delay: float = 0.03,
     ) -> None:
         self.loop = loop
-        self.snapshot = snapshot  # key -> (token, job) for its current content, None when gone
+        self.snapshot = snapshot  # (key, cold) -> (token, job) for its current content, None when gone
         self.current = current  # key -> the token now
         self.publish = publish
         self.on_error = on_error
         self.delay = delay
         self.running: Hashable | None = None
-        self.queue: dict[Hashable, None] = {}  # keys waiting for the worker, oldest first
+        self.queue: dict[Hashable, bool] = {}  # keys waiting for the worker, oldest first: cold or not
         self.timers: dict[Hashable, asyncio.TimerHandle] = {}
         self.dropped = 0  # results computed for an outdated snapshot
         self.thread: threading.Thread | None = None
@@ -60,14 +62,14 @@ class Scheduler:
         self._guard = threading.Lock()  # a check may be interrupted only while it is inside its job
         self._interruptible = False
 
-    def schedule(self, key: Hashable, delay: float | None = None) -> None:
+    def schedule(self, key: Hashable, delay: float | None = None, cold: bool = False) -> None:
         if key == self.running:  # its check is for text that is gone: stop it
             self._interrupt()
         timer = self.timers.pop(key, None)
         if timer is not None:
             timer.cancel()
         wait = self.delay if delay is None else delay
-        self.timers[key] = self.loop.call_later(wait, self._ready, key)
+        self.timers[key] = self.loop.call_later(wait, self._ready, key, cold)
 
     def settle(self, key: Hashable) -> None:
         """The key's findings are current without a check: drop its pending and running checks."""
@@ -91,16 +93,16 @@ class Scheduler:
             return not self.thread.is_alive()
         return True
 
-    def _ready(self, key: Hashable) -> None:
+    def _ready(self, key: Hashable, cold: bool = False) -> None:
         self.timers.pop(key, None)
-        self.queue[key] = None
+        self.queue[key] = cold or self.queue.get(key, False)
         self._next()
 
     def _next(self) -> None:
         while self.running is None and self.queue:
             key = next(iter(self.queue))
-            del self.queue[key]
-            taken = self.snapshot(key)
+            cold = self.queue.pop(key)
+            taken = self.snapshot(key, cold)
             if taken is None:  # closed meanwhile
                 continue
             token, job = taken

@@ -81,8 +81,9 @@ class Documents:
     def settings_for(self, uri: str) -> Settings:
         return self.store.for_file(path_of(uri))
 
-    def snapshot(self, key: Key):
-        """(token, job) checking the document as it is now; None when it is closed."""
+    def snapshot(self, key: Key, cold: bool = False):
+        """(token, job) checking the document as it is now (``cold``: without a warm start); None
+        when it is closed."""
         token = self.token(key)
         if token is None:
             return None
@@ -91,7 +92,7 @@ class Documents:
         workspace = self.server.workspace
         if kind == "text":
             text = self.text_document(uri).source
-            return token, partial(locked, partial(check_text_document, uri, text, settings, token))
+            return token, partial(locked, partial(check_text_document, uri, text, settings, token, cold))
         notebook = workspace.get_notebook_document(notebook_uri=uri)
         cells = []
         for cell in notebook.cells:

@@ -16,13 +16,13 @@ from torchlint.catalog import SYNTAX_ERROR, UNREADABLE_FILE
 from torchlint.finding import Edit, Finding, Fix, Related
 from torchlint.rule import RuleInfo
 from torchlint.source import SourceError, decode_source, source_lines
-from torchlint.static import suppress
+from torchlint.static import suppress, warm_start
 from torchlint.static.interpret import callsites
 from torchlint.static.interpret.context import FileContext
 from torchlint.static.interpret.walker import Walker
 from torchlint.static.locate import locate
 from torchlint.static.nesting import cpython_rejects, might_be_too_deep
-from torchlint.static.parsing import parse_module, parse_with_lines, statement_spans
+from torchlint.static.parsing import parse_module, parse_with_lines, statement_memo, statement_spans
 from torchlint.static.project import PROCESS_PROJECT
 from torchlint.static.rules import STATIC_RULES, Rule
 from torchlint.static.rules.base import DELETE_LINE
@@ -169,6 +169,11 @@ def _walk(module, path, source, options, file, handlers) -> FileContext:
     fp16: frozenset[int] = frozenset()
     if seeded:
         facts, quiet, fp16 = callsites.CallSites(path, seeded).learned()
+    kept = statement_memo(module, "settled")  # the language server's document: its last check's facts
+    warm = warm_start.start(module, kept.get("last")) if kept is not None else None
+    if warm is not None:
+        facts, quiet, fp16 = warm
+        kept["warm"] = bool(facts or quiet or fp16)  # the server checks such a start again, cold, when idle
     seen = callsites.signature(facts, quiet, fp16)
     walks = callsites.walks_for(source)
     for walk in range(walks):
@@ -184,6 +189,8 @@ def _walk(module, path, source, options, file, handlers) -> FileContext:
         now = callsites.signature(facts, quiet, fp16)
         if now == seen or walk == walks - 1:
             walker.finish()  # only the last walk's findings are kept: its end-of-file checks alone run
+            if kept is not None:
+                kept["last"] = warm_start.settled(module, facts, quiet, fp16) if now == seen else None
             break
         seen = now
     return ctx

@@ -11,6 +11,7 @@ from torchlint.static.interpret.training import BACKWARD, classify
 from torchlint.static.rules.base import Rule
 from torchlint.static.traverse import children
 
+GRADS = "TL206 autograd.grad"  # memo key: the file calls torch.autograd.grad
 MAX_DEPTH = 4  # helper functions (and sums through names) followed from a loss to where a term's history was cut
 
 
@@ -23,6 +24,8 @@ class LossTermWithoutGradient(Rule):
     )
 
     def on_call(self, ctx: FileContext, call: CallInfo) -> None:
+        if call.qual == "torch.autograd.grad":
+            ctx.memo[GRADS] = True
         if classify(ctx, call) == BACKWARD:
             loss = _loss_of(ctx, call)
             if loss is not None:
@@ -37,7 +40,8 @@ class LossTermWithoutGradient(Rule):
             defs = scopes.get(id(scope))
             if defs is None:
                 defs = scopes[id(scope)] = _assignments(scope)
-            freeing = _find(ctx, loss, defs, 0, set(), _frees_graph)
+            # only an `autograd.grad` call can free the graph: no search in a file without one
+            freeing = _find(ctx, loss, defs, 0, set(), _frees_graph) if ctx.memo.get(GRADS) else None
             if freeing is not None and id(freeing) not in done:
                 done.add(id(freeing))
                 ctx.report(
