@@ -1249,6 +1249,185 @@ CASES = {
                 opt.step()
                 print(loss.item() + out.detach().mean().item())
         """, set()),
+    # TL405
+    "a dataset normalises a view of its stored sample: from_numpy, indexing, a list element, a helper": ("""
+        import numpy as np
+        import torch
+        from torch.utils.data import Dataset
+        class Features(Dataset):
+            def __init__(self, n):
+                self.x = np.random.randn(n, 16).astype(np.float32)
+            def __getitem__(self, idx):
+                feats = torch.from_numpy(self.x[idx])
+                feats.sub_(1.0).div_(2.0)
+                return feats
+        class Images(Dataset):
+            def __init__(self, n):
+                self.images = torch.rand(n, 3, 8, 8)
+            def __getitem__(self, i):
+                img = self.images[i]
+                img /= 255.0
+                return img
+        class Crops(Dataset):
+            def __init__(self, n):
+                self.items = [np.random.rand(4, 4) for _ in range(n)]
+            def __getitem__(self, index):
+                arr = self.items[index]
+                arr[arr < 0.1] = 0
+                return torch.as_tensor(arr)
+        class Loaded(Dataset):
+            def __init__(self, path):
+                self.inputs, self.labels = self.load(path)
+            def prepare(self, im):
+                for c in range(3):
+                    im[c] = (im[c] - 0.5) / 0.25
+                return im
+            def __getitem__(self, index):
+                im, label = self.inputs[index, ...], self.labels[index]
+                return self.prepare(im), label
+            def load(self, path):
+                return np.load(path), []
+        """, {("TL405", 10), ("TL405", 17), ("TL405", 24), ("TL405", 31)}),
+    "clean: copies first, out-of-place ops, scalars of a 1-D array, a fancy index, a rebinding": ("""
+        import numpy as np
+        import torch
+        from torch.utils.data import Dataset
+        class Clean(Dataset):
+            def __init__(self, n):
+                self.x = np.random.randn(n, 16).astype(np.float32)
+                self.images = torch.rand(n, 3, 8, 8)
+                self.y = np.random.randint(0, 3, size=n)
+            def prepare(self, im):
+                im[0] = 0
+                return im
+            def __getitem__(self, idx):
+                feats = torch.from_numpy(self.x[idx].copy())
+                feats.sub_(1.0)
+                img = self.images[idx].clone()
+                img /= 255.0
+                other = self.images[idx] / 255.0
+                other.clamp_(0, 1)
+                y = self.y[idx]
+                y -= 1
+                picked = self.x[[idx, idx]]
+                picked -= 1
+                view = self.images[idx]
+                view = view.float() * 2
+                view.mul_(0.5)
+                return self.prepare(self.x[idx].copy()), feats, img, other, y, picked, view
+        """, set()),
+    # TL207
+    "a queue, a running statistic and a stored RNN state keep each step's graph": ("""
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+        class Bank(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.enc = nn.Linear(32, 16)
+                self.register_buffer("queue", torch.randn(16, 64))
+                self.register_buffer("running", torch.zeros(16))
+                self.rnn = nn.GRU(16, 16, batch_first=True)
+                self.h = None
+            def push(self, keys):
+                self.queue[:, :keys.shape[0]] = keys.T
+            def forward(self, x):
+                k = F.normalize(self.enc(x), dim=1)
+                self.running = 0.9 * self.running + 0.1 * k.mean(0)
+                self.ema.mul_(0.9).add_(k.mean(0))
+                out, self.h = self.rnn(k.unsqueeze(1), self.h)
+                self.push(k)
+                return k @ self.queue
+        def train(model, loader, opt):
+            for x, y in loader:
+                loss = F.cross_entropy(model(x), y)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+        """, {("TL207", 14), ("TL207", 17), ("TL207", 18), ("TL207", 19)}),
+    "clean: no_grad updates, detached values, a state reset by the loop, a cache in an inference-only file": ("""
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+        class Bank(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.enc = nn.Linear(32, 16)
+                self.register_buffer("queue", torch.randn(16, 64))
+                self.register_buffer("running", torch.zeros(16))
+                self.rnn = nn.GRU(16, 16, batch_first=True)
+                self.h = None
+            @torch.no_grad()
+            def push(self, keys):
+                self.queue[:, :keys.shape[0]] = keys.T
+            def forward(self, x):
+                k = F.normalize(self.enc(x), dim=1)
+                with torch.no_grad():
+                    self.running = 0.9 * self.running + 0.1 * k.mean(0)
+                self.ema.mul_(0.9).add_(k.mean(0).detach())
+                out, self.h = self.rnn(k.unsqueeze(1), self.h)
+                self.last = k
+                self.push(k)
+                return k @ self.queue
+        def train(model, loader, opt):
+            for x, y in loader:
+                model.h = None
+                loss = F.cross_entropy(model(x), y)
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+        """, set()),
+    # TL303: accumulation over an inner loop
+    "zero_grad on every micro-batch of an inner accumulation loop, directly and in a trainer method": ("""
+        import torch.nn.functional as F
+        def nested(model, batches, opt, accum, steps):
+            it = iter(batches)
+            for step in range(steps):
+                for _ in range(accum):
+                    x, y = next(it)
+                    opt.zero_grad()
+                    (F.cross_entropy(model(x), y) / accum).backward()
+                opt.step()
+        class Trainer:
+            def __init__(self, model, opt):
+                self.model, self.opt = model, opt
+            def micro_step(self, batch):
+                self.opt.zero_grad(set_to_none=True)
+                (F.cross_entropy(self.model(batch[0]), batch[1]) / 4).backward()
+            def fit(self, batches, steps):
+                for step in range(steps):
+                    for batch in batches:
+                        self.micro_step(batch)
+                    self.opt.step()
+        """, {("TL303", 8), ("TL303", 15)}),
+    "clean: cleared after the step, before the inner loop, a NaN-skipping step": ("""
+        import torch
+        import torch.nn.functional as F
+        def right(model, loader, opt, accum):
+            for epoch in range(3):
+                opt.zero_grad()
+                for i, (x, y) in enumerate(loader):
+                    loss = F.cross_entropy(model(x), y) / accum
+                    loss.backward()
+                    if (i + 1) % accum == 0:
+                        opt.step()
+                        opt.zero_grad()
+        def right_nested(model, batches, opt, accum, steps):
+            it = iter(batches)
+            for step in range(steps):
+                opt.zero_grad()
+                for _ in range(accum):
+                    x, y = next(it)
+                    (F.cross_entropy(model(x), y) / accum).backward()
+                opt.step()
+        def skip_nan(model, loader, opt):
+            for x, y in loader:
+                opt.zero_grad()
+                loss = F.cross_entropy(model(x), y)
+                loss.backward()
+                if torch.isfinite(loss):
+                    opt.step()
+        """, set()),
     # TL505
     "seeded after the model is built, directly and through a seeding helper": ("""
         import random

@@ -16,7 +16,7 @@ from __future__ import annotations
 import libcst as cst
 
 from torchlint.static.facts.values import Value
-from torchlint.static.traverse import held
+from torchlint.static.traverse import held, statements_of
 
 MAX_REPLACED = 8  # more top-level statements replaced than this (a paste, a reformat): start cold
 _REFERENCE_DEPTH = 6  # how deep a fact's nested values (items, returns, class attributes) are read
@@ -70,22 +70,8 @@ def start(module: cst.Module, last: Settled | None) -> tuple[dict, frozenset[int
 
 
 def _functions(module: cst.Module) -> set[int]:
-    """The ids of every function definition in the tree (nested ones too), by statements only."""
-    found: set[int] = set()
-    stack: list = list(module.body)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, cst.FunctionDef):
-            found.add(id(node))
-        if isinstance(node, cst.BaseCompoundStatement) or isinstance(node, (cst.IndentedBlock, cst.Else,
-                                                                             cst.ExceptHandler, cst.Finally)):
-            for field in ("body", "orelse", "handlers", "finalbody"):
-                inner = getattr(node, field, None)
-                if isinstance(inner, (list, tuple)):
-                    stack.extend(inner)
-                elif inner is not None and not isinstance(inner, cst.SimpleStatementSuite):
-                    stack.append(inner)
-    return found
+    """The ids of every function definition in the tree (nested ones too)."""
+    return {id(node) for node in statements_of(module, (cst.FunctionDef,))}
 
 
 def _references(value: Value) -> set[int]:

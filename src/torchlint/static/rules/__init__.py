@@ -10,6 +10,7 @@ from torchlint.static.rules.tl203_inplace_on_saved_tensor import InplaceOnSavedT
 from torchlint.static.rules.tl204_needless_retain_graph import NeedlessRetainGraph
 from torchlint.static.rules.tl205_implicit_reentrant_checkpoint import ImplicitReentrantCheckpoint
 from torchlint.static.rules.tl206_loss_term_without_gradient import LossTermWithoutGradient
+from torchlint.static.rules.tl207_state_keeps_graph import StateKeepsGraph
 from torchlint.static.rules.tl301_missing_zero_grad import MissingZeroGrad
 from torchlint.static.rules.tl302_missing_grad_clip import MissingGradClip
 from torchlint.static.rules.tl303_misordered_step import MisorderedStep
@@ -22,6 +23,7 @@ from torchlint.static.rules.tl401_empty_cache_in_loop import EmptyCacheInLoop
 from torchlint.static.rules.tl402_graph_kept_alive import GraphKeptAlive
 from torchlint.static.rules.tl403_synchronous_dataloader import SynchronousDataloader
 from torchlint.static.rules.tl404_zero_grad_to_zeros import ZeroGradToZeros
+from torchlint.static.rules.tl405_sample_modified_in_place import SampleModifiedInPlace
 from torchlint.static.rules.tl501_partial_seeding import PartialSeeding
 from torchlint.static.rules.tl502_conflicting_determinism import ConflictingDeterminism
 from torchlint.static.rules.tl503_env_set_too_late import EnvSetTooLate
@@ -84,6 +86,7 @@ STATIC_RULES: tuple[Rule, ...] = (
     NeedlessRetainGraph(),
     ImplicitReentrantCheckpoint(),
     LossTermWithoutGradient(),
+    StateKeepsGraph(),
     MissingZeroGrad(),
     MissingGradClip(),
     MisorderedStep(),
@@ -96,6 +99,7 @@ STATIC_RULES: tuple[Rule, ...] = (
     GraphKeptAlive(),
     SynchronousDataloader(),
     ZeroGradToZeros(),
+    SampleModifiedInPlace(),
     PartialSeeding(),
     ConflictingDeterminism(),
     EnvSetTooLate(),

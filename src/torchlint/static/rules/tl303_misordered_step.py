@@ -6,6 +6,7 @@ from __future__ import annotations
 from torchlint.rule import RuleInfo
 from torchlint.static.interpret.context import FileContext
 from torchlint.static.rules.base import Rule
+from torchlint.static.interpret.accumulation import cleared_inner_loops
 from torchlint.static.interpret.periodic import is_periodic
 from torchlint.static.interpret.scopes import Body
 from torchlint.static.interpret.training import (BACKWARD, CLIP, SCHEDULE, STEP, ZERO_GRAD, Action, actions,
@@ -26,6 +27,12 @@ class MisorderedStep(Rule):
             for steps in paths(merged):
                 self._check_path(ctx, steps)
             self._check_accumulation(ctx, loop, merged)
+        for clears, step in cleared_inner_loops(ctx):
+            self._report(ctx, clears.node,
+                         f"runs on every iteration of the loop that accumulates gradients for "
+                         f"`{ctx.code(step.node, 40)}` right after it: each micro-batch clears what the previous "
+                         "backward() added, so the step applies only the last micro-batch's gradient. Zero "
+                         "the gradients once per step: before the accumulation loop, or after step()")
         # an epoch loop that steps its scheduler before the epoch's training steps (in a called function)
         inner = {id(loop) for loop, _ in innermost}
         for loop in ctx.loops:
