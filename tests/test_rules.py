@@ -433,6 +433,16 @@ CASES = {
                 count += valid.sum().item()
             return correct / count
         """, set()),
+    "a dict entry counted up before the division is not its literal 0; divided before, it is": ("""
+        import torch
+        def epoch(xs):
+            stats = {"loss": 0.0, "n": 0}
+            early = torch.tensor(stats["loss"]) / stats["n"]
+            for x in xs:
+                stats["loss"] += float(x)
+                stats["n"] += 1
+            return {k: v / stats["n"] for k, v in stats.items() if k != "n"}, early
+        """, {("TL106", 5)}),
     "bincount padded with minlength as a divisor; without it, a bin is 0 only for a missing value": ("""
         import torch
         def pool(x, batch, labels, classes):

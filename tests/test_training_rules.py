@@ -1369,6 +1369,8 @@ CASES = {
                 self.last = k
                 self.push(k)
                 return k @ self.queue
+            def add_adapter(self, name):
+                self.adapters[name] = nn.Parameter(torch.zeros(16))
         def train(model, loader, opt):
             for x, y in loader:
                 model.h = None

@@ -131,7 +131,16 @@ class _Scan:
         return None
 
     def _tracked(self, value) -> bool:
-        return self.ctx.value(value).tracked is True
+        """Carries a graph: autograd history, a tensor (not a module), not a new leaf (`nn.Parameter(...)`)."""
+        known = self.ctx.value(value)
+        if known.tracked is not True or known.kind not in (None, "list"):
+            return False
+        if isinstance(value, cst.Call) and isinstance(value.func, (cst.Name, cst.Attribute)):
+            qual = self.ctx.qualify(value.func) or ""
+            name = value.func.attr.value if isinstance(value.func, cst.Attribute) else value.func.value
+            if qual.endswith("Parameter") or name == "Parameter":
+                return False
+        return True
 
 
 def _mentions(value, owner: str, attr: str) -> bool:
