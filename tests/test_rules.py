@@ -249,6 +249,20 @@ CASES = {
                 var = self.proj(h).var(dim=0)
                 return torch.sqrt(var)
         """, {("TL105", 10)}),
+    "a variance patched where it is exactly 0 is guarded; patched where another value is 0 is not": ("""
+        import torch
+        import torch.nn as nn
+        class Head(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.proj = nn.Linear(8, 8)
+            def forward(self, h):
+                var = self.proj(h).var(dim=0)
+                zero = (var == 0).float()
+                other = (h.sum() == 0).float()
+                guarded = torch.sqrt(var + zero * 1e-16)
+                return guarded, torch.sqrt(var + other * 1e-16)
+        """, {("TL105", 13)}),
     "power one half of the variance of an embedding": ("""
         import torch
         class Spread(torch.nn.Module):
@@ -296,6 +310,19 @@ CASES = {
             return x, y, z
         """, set()),
     # --- TL119 hand-written-norm ---------------------------------------------------------------
+    "a root-mean-square read out with .item() is a metric; the same of a model output is not": ("""
+        import torch
+        class Regressor:
+            def __init__(self, model):
+                self.model = model
+            @torch.no_grad()
+            def predict(self, x):
+                return self.model(x) * 2.0
+            def rmse(self, x, y):
+                return torch.sqrt(((self.predict(x) - y) ** 2).mean()).item()
+            def spread(self, x, y):
+                return torch.sqrt(((self.model(x) - y) ** 2).mean())
+        """, {("TL119", 12)}),
     "pairwise distances from a Gram matrix, |a|^2 - 2ab + |b|^2, under sqrt (batch-hard triplet loss)": ("""
         import torch
         import torch.nn as nn
@@ -452,6 +479,22 @@ CASES = {
             inverse = per_graph.max() / per_graph
             return mean, weights, inverse
         """, {("TL106", 6)}),
+    "a padding mask's count over the whole batch is not routinely 0; a class mask's count is": ("""
+        import torch
+        def masked_mean(frame, lens, labels):
+            mask = (torch.arange(frame.shape[1])[None] < lens[:, None]).float()
+            overall = (frame * mask).sum() / mask.sum()
+            hits = (labels == 3).float()
+            per_class = (frame.mean(1) * hits).sum() / hits.sum()
+            return overall, per_class
+        """, {("TL106", 7)}),
+    "clean: a bincount indexed by the values it counted is at least 1": ("""
+        import numpy as np
+        import torch
+        def weights(users, n_users):
+            counts = np.bincount(users, minlength=n_users)
+            return torch.from_numpy(1.0 / np.sqrt(counts[users]))
+        """, set()),
     "division by the norm of a difference": ("""
         import torch
         def f(x, y):

@@ -542,6 +542,28 @@ CASES = {
                 model(x).sum().backward()
         """, set()),
     # TL306
+    "a validation loop whose helper puts the model in eval mode and runs it with grad on": ("""
+        import torch
+        def validation_step(model, x):
+            model.eval()
+            return model(x)
+        @torch.no_grad()
+        def quiet_step(model, x):
+            model.eval()
+            return model(x)
+        def run_validation(model, loader):
+            preds = []
+            for x, y in loader:
+                preds.append(validation_step(model, x))
+            return torch.cat(preds)
+        def run_quietly(model, loader):
+            return [quiet_step(model, x) for x, y in loader]
+        def quiet_loop(model, loader):
+            out = []
+            for x, y in loader:
+                out.append(quiet_step(model, x))
+            return out
+        """, {("TL306", 12)}),
     "validation loader loop calling a model instance": ("""
         import torch
         import torch.nn as nn
@@ -1288,6 +1310,24 @@ CASES = {
             def load(self, path):
                 return np.load(path), []
         """, {("TL405", 10), ("TL405", 17), ("TL405", 24), ("TL405", 31)}),
+    "a module function the dataset hands its stored sample to writes into it (first write reported)": ("""
+        import numpy as np
+        from torch.utils.data import Dataset
+        def color_norm(im, mean, std):
+            for i in range(im.shape[0]):
+                im[i] = im[i] - mean[i]
+                im[i] = im[i] / std[i]
+            return im
+        class Cifar(Dataset):
+            def __init__(self, n):
+                self.inputs = np.random.rand(n, 3, 8, 8)
+            def prepare(self, im):
+                return color_norm(im, [0.5] * 3, [0.25] * 3)
+            def __getitem__(self, index):
+                return self.prepare(self.inputs[index, ...]), 0
+            def clean_item(self, index):
+                return color_norm(self.inputs[index].copy(), [0.5] * 3, [0.25] * 3)
+        """, {("TL405", 6)}),
     "clean: copies first, out-of-place ops, scalars of a 1-D array, a fancy index, a rebinding": ("""
         import numpy as np
         import torch
@@ -1430,6 +1470,39 @@ CASES = {
                 if torch.isfinite(loss):
                     opt.step()
         """, set()),
+    # TL309
+    "parameters unfrozen after the optimizer took the trainable ones; rebuilt or added elsewhere is fine": ("""
+        import torch
+        class FineTuner:
+            def __init__(self, model, lr):
+                self.model = model
+                for p in model.backbone.parameters():
+                    p.requires_grad = False
+                self.opt = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=lr)
+            def unfreeze(self):
+                for p in self.model.backbone.parameters():
+                    p.requires_grad = True
+            def unfreeze_and_rebuild(self, lr):
+                self.model.backbone.requires_grad_(True)
+                self.opt = torch.optim.Adam(filter(lambda p: p.requires_grad, self.model.parameters()), lr=lr)
+        def setup(model, lr):
+            for p in model.parameters():
+                p.requires_grad = True
+            return torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=lr)
+        """, {("TL309", 11)}),
+    "clean: the unfrozen parameters join the optimizer with add_param_group": ("""
+        import torch
+        class FineTuner:
+            def __init__(self, model, lr):
+                self.model = model
+                for p in model.backbone.parameters():
+                    p.requires_grad = False
+                self.opt = torch.optim.Adam([p for p in model.parameters() if p.requires_grad], lr=lr)
+            def unfreeze(self):
+                for p in self.model.backbone.parameters():
+                    p.requires_grad = True
+                self.opt.add_param_group({"params": list(self.model.backbone.parameters())})
+        """, set()),
     # TL505
     "seeded after the model is built, directly and through a seeding helper": ("""
         import random
@@ -1499,6 +1572,31 @@ CASES = {
                     opt.step()
                 print(evaluate(model, loader))
         """, {("TL308", 23)}),
+    "clean: evaluation in a context manager that restores each module's mode on exit": ("""
+        from contextlib import contextmanager
+        import torch
+        import torch.nn as nn
+        @contextmanager
+        def evaluating(net):
+            modes = [(m, m.training) for m in net.modules()]
+            try:
+                net.eval()
+                yield net
+            finally:
+                for m, was_training in modes:
+                    m.training = was_training
+        def fit(loader, epochs):
+            model = nn.Sequential(nn.Linear(8, 8), nn.Dropout(0.5))
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            model.train()
+            for epoch in range(epochs):
+                for x in loader:
+                    opt.zero_grad()
+                    model(x).pow(2).mean().backward()
+                    opt.step()
+                with evaluating(model), torch.no_grad():
+                    print(sum(model(x).sum().item() for x in loader))
+        """, set()),
     "evaluation every N steps inside the batch loop, through a trainer's methods": ("""
         import torch
         import torch.nn as nn

@@ -40,7 +40,8 @@ def arith(op: str, left: Value, right: Value, left_node, right_node, node, fp16:
         if folded is not None:
             return constant(folded, node)
     if op == "Add":
-        return _add(left, right, node, half)
+        patched = _zero_patch(left, right, left_node, right_node, node, half)
+        return patched if patched is not None else _add(left, right, node, half)
     if op == "Subtract":
         return _subtract(left, right, node, half)
     if op == "Multiply":
@@ -139,6 +140,19 @@ def _squared_distances(tracked, node, half: bool) -> Value:
     below 0 elsewhere when two points are close."""
     return Value(op="sum", lo=-ranges.INF, hi=ranges.INF, zero=DEGENERATE, desc="a sum of squares", half=half,
                  tracked=tracked, node=node, squared_distance=True)
+
+
+def _zero_patch(left: Value, right: Value, left_node, right_node, node, half: bool) -> Value | None:
+    """`d2 + (d2 == 0).float() * eps`: where `d2` is exactly 0 the mask adds eps, so the sum never is
+    (the batch-hard triplet loss's guard before sqrt). The mask must test that very name for 0
+    (`==`, `<`, `<=`: see the `<=0` entries of a comparison's checks)."""
+    for value, value_node, patch in ((left, left_node, right), (right, right_node, left)):
+        if patch.op == "mask" and patch.hi > 0 and value.lo >= 0 and isinstance(value_node, cst.Name) and \
+                f"{value_node.value}<=0" in patch.checks:
+            return Value(op="add", lo=value.lo, hi=ranges.add(value.span, patch.span, half)[1], zero=NONE,
+                         eps=patch.hi, desc=value.desc, half=half, tracked=tracked_of(left, right), node=node,
+                         of=value.of)
+    return None
 
 
 def _add(left: Value, right: Value, node, half: bool) -> Value:

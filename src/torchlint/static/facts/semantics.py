@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import libcst as cst
+
 from torchlint.static.facts import ops, ranges
 from torchlint.static.facts.arith import cosine, root_desc, square
 from torchlint.static.facts.values import (
@@ -129,8 +131,10 @@ def _reduction(op: str, x: Value, node, half: bool, tracked) -> Value:
                      tracked=tracked, node=node)
     lo, hi = ranges.total(x.span) if op in ("sum", "nansum") else x.span
     if x.op == "mask" and op in ("sum", "nansum"):
-        # a count of selected elements: 0 whenever nothing in the batch is selected
-        return Value(op="count", lo=0.0, hi=INF, zero=ROUTINE, desc="a count", of=x, tracked=False, node=node)
+        # a count of selected elements: 0 whenever nothing in the batch is selected. A length mask
+        # (`arange(t) < lengths`) summed over the whole batch is 0 only if every sequence is empty
+        zero = DEGENERATE if x.desc == LENGTH_MASK and _whole(node) else ROUTINE
+        return Value(op="count", lo=0.0, hi=INF, zero=zero, desc="a count", of=x, tracked=False, node=node)
     desc = "a sum of squares" if x.op == "square" else f"a {op.replace('nan', '')}"
     zero = DEGENERATE if x.zero >= DEGENERATE and x.lo >= 0 else NONE
     return Value(op=op.replace("nan", ""), lo=lo, hi=hi, zero=zero, desc=desc, of=x, half=half,
@@ -225,3 +229,16 @@ def _has_minlength(node) -> bool:
         return True
     return any(a.keyword is not None and a.keyword.value == "minlength" for a in args) or \
         sum(a.keyword is None for a in args) >= 3
+
+
+LENGTH_MASK = "a length mask"  # the desc of `arange(t) < lengths` (interpret/expressions.py)
+
+
+def _whole(node) -> bool:
+    """A reduction call without a dimension: `mask.sum()`, `torch.sum(mask)`."""
+    if not isinstance(node, cst.Call):
+        return False
+    method = isinstance(node.func, cst.Attribute) and len(node.args) == 0
+    function = len(node.args) == 1 and node.args[0].keyword is None
+    return (method or function) and not any(a.keyword is not None and a.keyword.value in ("dim", "axis")
+                                             for a in node.args)

@@ -123,6 +123,8 @@ class Definitions:
             returns = frame.returns[0]
             for value in frame.returns[1:]:
                 returns = join(returns, value)
+        if body.scope.no_grad and returns is not NOTHING and returns.kind is None:
+            returns = returns.but(tracked=False)  # computed with grad mode off: no tensor it returns has history
         value = Value(kind="function", returns=returns, body=body, grad_off=frame.grad_off)
         if self_value is None:
             outer.env[node.name.value] = value

@@ -6,6 +6,7 @@ import libcst as cst
 
 from torchlint.static.facts import ops
 from torchlint.static.facts.arith import negate
+from torchlint.static.facts.semantics import LENGTH_MASK
 from torchlint.static.facts.values import NOTHING, ROUTINE, Value, constant, held_rng, join
 from torchlint.static.interpret import guards
 from torchlint.static.interpret.frames import Frame, params_of
@@ -79,6 +80,9 @@ class Expressions:
             return NOTHING
         if selected:  # counts[counts > 0]: only the elements the mask kept
             return base.but(node=node, zero=0, eps=None)
+        if base.op == "count" and _counted_by(base.node, node.slice):
+            # np.bincount(users)[users]: the bins of values that occur, each counted at least once
+            return base.but(node=node, zero=0, eps=None, lo=max(base.lo, 1.0))
         return base.but(node=node)
 
     def _sequence(self, node) -> Value:
@@ -98,11 +102,16 @@ class Expressions:
         return Value(kind="dict", items=tuple(items), keys=tuple(keys), node=node)
 
     def _comparison(self, node: cst.Comparison) -> Value:
-        self.expr(node.left)
+        operands = [self.expr(node.left)]
         for target in node.comparisons:
-            self.expr(target.comparator)
-        return Value(op="mask", lo=0.0, hi=1.0, zero=ROUTINE, desc="a boolean mask", tracked=False, node=node,
-                     checks=tuple(guards.checked_names(node)))
+            operands.append(self.expr(target.comparator))
+        # `arange(t)[None] < lengths[:, None]`: positions against lengths, a padding mask
+        desc = LENGTH_MASK if any(v.op == "arange" for v in operands) else "a boolean mask"
+        names = tuple(guards.checked_names(node))
+        if all(isinstance(t.operator, (cst.Equal, cst.LessThan, cst.LessThanEqual)) for t in node.comparisons):
+            names += tuple(f"{name}<=0" for name in names)  # true where the name is 0: `(d2 == 0)`, `d2 < eps`
+        return Value(op="mask", lo=0.0, hi=1.0, zero=ROUTINE, desc=desc, tracked=False, node=node,
+                     checks=names)
 
     def _boolop(self, node: cst.BooleanOperation) -> Value:
         self.expr(node.left)
@@ -217,3 +226,15 @@ def string_key(node) -> str | None:
         text = node.evaluated_value
         return text if isinstance(text, str) else None
     return None
+
+
+def _counted_by(call, index) -> bool:
+    """`bincount(x, ...)` indexed by `x` itself."""
+    if not isinstance(call, cst.Call) or not call.args or len(index) != 1 or \
+            not isinstance(index[0].slice, cst.Index):
+        return False
+    func = call.func
+    if (func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")) != "bincount":
+        return False
+    counted, picked = call.args[0].value, index[0].slice.value
+    return isinstance(counted, cst.Name) and isinstance(picked, cst.Name) and counted.value == picked.value

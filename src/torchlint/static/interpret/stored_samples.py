@@ -31,7 +31,7 @@ WRITING_METHODS = frozenset({
 })
 _ARRAY_MAKERS = ("numpy.", "torch.")  # a stored value built by one of these is an array or tensor
 _NOT_ARRAYS = frozenset({"tolist", "item", "split", "keys", "values", "items"})
-MAX_HELPERS = 2  # helper methods followed from __getitem__ (a helper's helper)
+MAX_HELPERS = 2  # helper methods and module functions followed from __getitem__ (a helper's helper)
 _SIZE_ARGS = frozenset({"randn", "rand", "randint", "zeros", "ones", "empty", "full", "normal", "uniform"})
 
 
@@ -49,6 +49,7 @@ def dataset_writes(module: cst.Module, qualify) -> list[Write]:
     """The in-place writes to stored data in the ``__getitem__`` of every class of the module.
     ``qualify``: the file's import resolver (``F.log`` -> ``torch.nn.functional.log``)."""
     found: list[Write] = []
+    functions = {s.name.value: s for s in module.body if isinstance(s, cst.FunctionDef)}
     for cls in statements_of(module, (cst.ClassDef,)):
         if not isinstance(cls.body, cst.IndentedBlock):
             continue
@@ -59,7 +60,7 @@ def dataset_writes(module: cst.Module, qualify) -> list[Write]:
         self_name = getitem.params.params[0].name.value
         stored = _stored_arrays(methods.values(), qualify)
         indices = {p.name.value for p in getitem.params.params[1:]}
-        found.extend(_Reader(self_name, stored, qualify, indices, methods).writes(getitem))
+        found.extend(_Reader(self_name, stored, qualify, indices, methods, functions=functions).writes(getitem))
     return found
 
 
@@ -121,8 +122,10 @@ class _Reader:
     """Reads one ``__getitem__`` in source order, keeping which names share stored memory."""
 
     def __init__(self, self_name: str, stored: dict[str, str], qualify, indices: set[str],
-                 methods: dict[str, cst.FunctionDef], depth: int = 0) -> None:
+                 methods: dict[str, cst.FunctionDef], depth: int = 0,
+                 functions: dict[str, cst.FunctionDef] | None = None) -> None:
         self.self_name = self_name
+        self.functions = functions or {}  # the module's functions: one given a shared name is read too
         self.methods = methods  # the class's methods: a helper given a shared name is read too
         self.depth = depth
         self.indices = set(indices)  # names holding an item index (an int): indexing by one is basic
@@ -235,20 +238,28 @@ class _Reader:
                 return (inner[0], True) if inner is not None else None
         return None
 
-    def _helper(self, method: cst.FunctionDef, call: cst.Call) -> None:
-        """`self._prepare(im)` with `im` shared: the method's writes into its parameter count."""
-        params = [p.name.value for p in method.params.params[1:]]
+    def _helper(self, method: cst.FunctionDef, call: cst.Call, bound: bool = True) -> None:
+        """`self._prepare(im)` or `color_norm(im, ...)` with `im` shared: the helper's writes into
+        its parameter count (``bound``: a method, whose first parameter is the object)."""
+        params = [p.name.value for p in method.params.params[1 if bound else 0:]]
         passed: dict[str, tuple[str, cst.CSTNode, bool]] = {}
         for index, arg in enumerate(call.args):
-            if arg.star or not isinstance(arg.value, cst.Name) or arg.value.value not in self.shared:
+            if arg.star:
                 continue
+            if isinstance(arg.value, cst.Name) and arg.value.value in self.shared:
+                entry = self.shared[arg.value.value]
+            else:  # `self.prepare(self.inputs[idx, ...])`: the view itself
+                sharing = self.sharing(arg.value)
+                if sharing is None:
+                    continue
+                entry = (sharing[0], arg.value, sharing[1])
             name = arg.keyword.value if arg.keyword is not None else params[index] if index < len(params) else None
             if name is not None:
-                passed[name] = self.shared[arg.value.value]
-        if not passed or not method.params.params:
+                passed[name] = entry
+        if not passed or (bound and not method.params.params):
             return
-        inner = _Reader(method.params.params[0].name.value, self.stored, self.qualify, set(), self.methods,
-                        self.depth + 1)
+        owner = method.params.params[0].name.value if bound else self.self_name
+        inner = _Reader(owner, self.stored, self.qualify, set(), self.methods, self.depth + 1, self.functions)
         inner.shared = dict(passed)
         self.found.extend(inner.writes(method))
 
@@ -281,6 +292,8 @@ class _Reader:
             if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and \
                     func.value.value == self.self_name and func.attr.value in self.methods and self.depth < MAX_HELPERS:
                 self._helper(self.methods[func.attr.value], call)
+            elif isinstance(func, cst.Name) and func.value in self.functions and self.depth < MAX_HELPERS:
+                self._helper(self.functions[func.value], call, bound=False)
             qual = self.qualify(func) if isinstance(func, (cst.Name, cst.Attribute)) else None
             if qual in SHARING_CALLS and call.args and isinstance(call.args[0].value, cst.Name):
                 entry = self.shared.get(call.args[0].value.value)

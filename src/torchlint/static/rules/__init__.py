@@ -19,6 +19,7 @@ from torchlint.static.rules.tl305_unscaled_clip import UnscaledClip
 from torchlint.static.rules.tl306_eval_without_no_grad import EvalWithoutNoGrad
 from torchlint.static.rules.tl307_fp16_without_grad_scaler import Fp16WithoutGradScaler
 from torchlint.static.rules.tl308_train_mode_not_restored import TrainModeNotRestored
+from torchlint.static.rules.tl309_unfrozen_not_optimized import UnfrozenNotOptimized
 from torchlint.static.rules.tl401_empty_cache_in_loop import EmptyCacheInLoop
 from torchlint.static.rules.tl402_graph_kept_alive import GraphKeptAlive
 from torchlint.static.rules.tl403_synchronous_dataloader import SynchronousDataloader
@@ -95,6 +96,7 @@ STATIC_RULES: tuple[Rule, ...] = (
     EvalWithoutNoGrad(),
     Fp16WithoutGradScaler(),
     TrainModeNotRestored(),
+    UnfrozenNotOptimized(),
     EmptyCacheInLoop(),
     GraphKeptAlive(),
     SynchronousDataloader(),

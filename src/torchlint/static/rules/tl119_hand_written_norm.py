@@ -24,6 +24,10 @@ def input_feature(ctx: FileContext, node) -> bool:
     return id(node) in ctx.features
 
 
+NUMBERS = frozenset({"item", "tolist", "numpy"})  # methods that turn a tensor into plain numbers
+READ_OUT = "TL119 read out"  # memo key: ids of expressions turned into plain numbers
+
+
 class HandWrittenNorm(Rule):
     info = RuleInfo(
         "TL119", "hand-written-norm", "warning",
@@ -33,6 +37,8 @@ class HandWrittenNorm(Rule):
     )
 
     def on_call(self, ctx: FileContext, call: CallInfo) -> None:
+        if call.form == "method" and call.name in NUMBERS and call.receiver is not None:
+            ctx.memo.setdefault(READ_OUT, set()).add(id(call.receiver))  # `dist.item()`: a metric, never differentiated
         if call.operand is None:
             return
         if call.op == "sqrt" or (call.op == "pow" and ctx.value(call.param(1, "exponent")).const == 0.5):
@@ -45,8 +51,9 @@ class HandWrittenNorm(Rule):
             self._check(ctx, node, node.left, ctx.scope_of(node), False)
 
     def on_end(self, ctx: FileContext) -> None:
+        read_out = ctx.memo.get(READ_OUT, set())
         for node in ctx.memo.get(self.info.code, ()):
-            if not input_feature(ctx, node):
+            if id(node) not in read_out and not input_feature(ctx, node):
                 self._report(ctx, node)
 
     def _check(self, ctx: FileContext, node, operand, scope: Scope, torch: bool) -> None:

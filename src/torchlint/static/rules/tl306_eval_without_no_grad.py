@@ -42,14 +42,23 @@ class EvalWithoutNoGrad(Rule):
         if BACKWARD in kinds or STEP in kinds or GRAD in kinds:
             return  # the loop uses its graphs: training, or gradients of the input (an adversarial attack)
         iterates_eval_data = isinstance(loop.node, cst.For) and EVAL_LOADER.search(ctx.shape(loop.node.iter))
-        for entry in loop.walk(expand=False):
+        helper_evaluated: set[tuple[int, str]] = set()  # (function, name) put in eval mode by a called helper
+        for entry in loop.walk():
             if not isinstance(entry, CallInfo) or entry.scope.no_grad:
                 continue
             callee = ctx.shape(entry.node.func)
-            model_call = callee in evaluated or (
+            here = entry.scope.function
+            if entry.form == "method" and entry.name == "eval" and not entry.args and entry.receiver is not None \
+                    and here != loop.scope.function:
+                # `validation_step(model, x)` doing `model.eval(); return model(x)`: the helper evaluates
+                helper_evaluated.add((here, ctx.shape(entry.receiver)))
+                continue
+            model_call = callee in evaluated or (here, callee) in helper_evaluated or (
                 iterates_eval_data and entry.callee.kind in ("instance", "module") and entry.op not in LOSS_OPS)
             if model_call:
-                reason = f"`{callee}` is in eval mode" if callee in evaluated else "it iterates evaluation data"
+                reason = f"`{callee}` is in eval mode" if callee in evaluated else \
+                    f"`{callee}` is put in eval mode by `{here}()`" if (here, callee) in helper_evaluated else \
+                    "it iterates evaluation data"
                 ctx.report(
                     self.info, loop_header(loop),
                     f"evaluation loop ({reason}) calls `{callee}(...)` outside torch.no_grad(): every batch "

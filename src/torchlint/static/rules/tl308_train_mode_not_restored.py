@@ -13,6 +13,7 @@ from torchlint.static.interpret.frames import params_of
 from torchlint.static.interpret.scopes import WALK_BUDGET, Body
 from torchlint.static.interpret.training import BACKWARD, STEP, actions, classify
 from torchlint.static.rules.base import Rule
+from torchlint.static.traverse import nodes_of
 
 EVAL, TRAIN = "eval", "train"
 
@@ -175,11 +176,31 @@ def _expand(ctx, body: Body, mapping: dict[str, str], site, seen: set[int], budg
         if classify(ctx, entry) == BACKWARD and not (quiet or entry.scope.no_grad):
             yield BACKWARD, "", entry, here
         callee = getattr(entry.callee, "body", None)
+        if isinstance(callee, Body) and _restores_mode(ctx, callee.node):
+            continue  # a context manager that puts the mode back when the `with` block ends
         if isinstance(callee, Body) and id(callee) not in seen and budget[0] > 0:
             seen.add(id(callee))
             yield from _expand(ctx, callee, _passed(ctx, entry, callee, mapping), here, seen, budget,
                                quiet or entry.scope.no_grad)
             seen.discard(id(callee))
+
+
+def _restores_mode(ctx: FileContext, function) -> bool:
+    """A generator (a `@contextmanager`) that yields and sets the mode again: `.train(...)` or
+    `m.training = was_training` (in its `finally:` or after the `yield`)."""
+    if not isinstance(function, cst.FunctionDef):
+        return False
+    cache = ctx.memo.setdefault("TL308 restores", {})
+    found = cache.get(id(function))
+    if found is None:
+        nodes = list(nodes_of(function, (cst.Yield, cst.Call, cst.Assign)))
+        found = any(isinstance(n, cst.Yield) for n in nodes) and any(
+            (isinstance(n, cst.Call) and isinstance(n.func, cst.Attribute) and n.func.attr.value == "train") or
+            (isinstance(n, cst.Assign) and any(isinstance(t.target, cst.Attribute) and t.target.attr.value == "training"
+                                               for t in n.targets))
+            for n in nodes)
+        cache[id(function)] = found
+    return found
 
 
 def _passed(ctx: FileContext, call: CallInfo, callee: Body, mapping: dict[str, str]) -> dict[str, str]:

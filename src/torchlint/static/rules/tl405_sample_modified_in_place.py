@@ -21,9 +21,9 @@ class SampleModifiedInPlace(Rule):
             return
         seen: set[int] = set()
         for write in dataset_writes(ctx.module, ctx.qualify):
-            if id(write.node) in seen:
-                continue
-            seen.add(id(write.node))
+            if id(write.node) in seen or id(write.made) in seen:
+                continue  # one finding per shared name: its first write
+            seen.update((id(write.node), id(write.made)))
             ctx.report(
                 self.info, write.node,
                 f"`{ctx.code(write.node, 50)}` writes into the memory of `self.{write.attr}`: `{write.name}` is a "

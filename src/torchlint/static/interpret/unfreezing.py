@@ -1,0 +1,99 @@
+"""Parameters unfrozen after the only optimizer was built from the trainable ones.
+
+`torch.optim.Adam([p for p in model.parameters() if p.requires_grad])` (or `filter(lambda p:
+p.requires_grad, ...)`) holds the parameters trainable at that moment. Setting `requires_grad = True`
+on others later (gradual unfreezing) gives them gradients that no optimizer applies: they never
+change. Found when the file builds an optimizer filtered by `requires_grad`, never calls
+`add_param_group`, and sets `requires_grad = True` (or `requires_grad_()`) in a function that builds
+no optimizer after it (and not before the filtered construction in the same function).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+
+from torchlint.static.traverse import children, nodes_of
+
+OPTIMIZER_PREFIXES = ("torch.optim.", "transformers.AdamW", "bitsandbytes.optim.", "apex.optimizers.")
+
+
+@dataclass
+class LateUnfreeze:
+    unfreeze: cst.CSTNode  # the `p.requires_grad = True` statement or `requires_grad_()` call
+    optimizer: cst.Call  # the construction that took the trainable parameters only
+
+
+def late_unfreezes(module: cst.Module, qualify) -> list[LateUnfreeze]:
+    constructions, unfreezes = [], []
+    for function in [module, *nodes_of(module, (cst.FunctionDef,))]:
+        for node in _own_nodes(function):
+            if isinstance(node, cst.Call):
+                if _is_optimizer(node, qualify):
+                    constructions.append((function, node))
+                elif _add_param_group(node):
+                    return []
+                elif _requires_grad_call(node):
+                    unfreezes.append((function, node))
+            elif isinstance(node, cst.Assign) and _sets_requires_grad(node):
+                unfreezes.append((function, node))
+    filtered = [(home, call) for home, call in constructions if _filtered(call)]
+    if not filtered:
+        return []
+    home, optimizer = filtered[0]
+    found = []
+    for function, node in unfreezes:
+        if function is home and _before(home, node, optimizer):
+            continue  # unfrozen first, then the optimizer takes them
+        if any(where is function and _before(function, node, call) for where, call in constructions):
+            continue  # an optimizer built again after unfreezing, in the same function
+        found.append(LateUnfreeze(node, optimizer))
+    return found
+
+
+def _own_nodes(scope):
+    """The nodes of a function (or the module) outside its nested functions and classes' methods."""
+    stack = list(scope.body.body if isinstance(scope, cst.FunctionDef) and isinstance(scope.body, cst.IndentedBlock)
+                 else getattr(scope, "body", ()))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (cst.FunctionDef, cst.Lambda)):
+            continue
+        yield node
+        stack.extend(children(node))
+
+
+def _is_optimizer(call: cst.Call, qualify) -> bool:
+    if not isinstance(call.func, (cst.Name, cst.Attribute)):
+        return False
+    qual = qualify(call.func) or ""
+    return qual.startswith(OPTIMIZER_PREFIXES) and qual.rsplit(".", 1)[-1][:1].isupper() and \
+        not qual.startswith("torch.optim.lr_scheduler") and ".swa_utils." not in qual
+
+
+def _filtered(call: cst.Call) -> bool:
+    """The parameters given are those with `requires_grad` set."""
+    return bool(call.args) and any(isinstance(n, cst.Attribute) and n.attr.value == "requires_grad"
+                                   for n in nodes_of(call.args[0].value, (cst.Attribute,)))
+
+
+def _add_param_group(call: cst.Call) -> bool:
+    return isinstance(call.func, cst.Attribute) and call.func.attr.value == "add_param_group"
+
+
+def _requires_grad_call(call: cst.Call) -> bool:
+    if not (isinstance(call.func, cst.Attribute) and call.func.attr.value == "requires_grad_"):
+        return False
+    return not call.args or (isinstance(call.args[0].value, cst.Name) and call.args[0].value.value == "True")
+
+
+def _sets_requires_grad(node: cst.Assign) -> bool:
+    return isinstance(node.value, cst.Name) and node.value.value == "True" and any(
+        isinstance(t.target, cst.Attribute) and t.target.attr.value == "requires_grad" for t in node.targets)
+
+
+def _before(function, first, second) -> bool:
+    """`first` comes before `second` in the function's source order."""
+    order = {id(n): i for i, n in enumerate(nodes_of(function, (cst.Call, cst.Assign)))}
+    return order.get(id(first), -1) < order.get(id(second), -1)
