@@ -542,6 +542,19 @@ CASES = {
                 model(x).sum().backward()
         """, set()),
     # TL306
+    "clean: a loading loop whose helper evaluates a call's result (yolov5's attempt_load)": ("""
+        import torch
+        def attempt_load(paths):
+            models = []
+            for w in paths:
+                ckpt = torch.load(w, weights_only=True)
+                models.append(ckpt.fuse().eval())
+            return models
+        def export(paths):
+            for w in paths:
+                ckpt = attempt_load([w])
+                print(ckpt)
+        """, set()),
     "a validation loop whose helper puts the model in eval mode and runs it with grad on": ("""
         import torch
         def validation_step(model, x):

@@ -48,12 +48,12 @@ class EvalWithoutNoGrad(Rule):
                 continue
             callee = ctx.shape(entry.node.func)
             here = entry.scope.function
-            if entry.form == "method" and entry.name == "eval" and not entry.args and entry.receiver is not None \
+            if entry.form == "method" and entry.name == "eval" and not entry.args and _dotted(entry.receiver) \
                     and here != loop.scope.function:
                 # `validation_step(model, x)` doing `model.eval(); return model(x)`: the helper evaluates
                 helper_evaluated.add((here, ctx.shape(entry.receiver)))
                 continue
-            model_call = callee in evaluated or (here, callee) in helper_evaluated or (
+            model_call = callee in evaluated or ((here, callee) in helper_evaluated and _dotted(entry.node.func)) or (
                 iterates_eval_data and entry.callee.kind in ("instance", "module") and entry.op not in LOSS_OPS)
             if model_call:
                 reason = f"`{callee}` is in eval mode" if callee in evaluated else \
@@ -66,3 +66,10 @@ class EvalWithoutNoGrad(Rule):
                     "`with torch.inference_mode():`",
                 )
                 return
+
+
+def _dotted(node) -> bool:
+    """`model`, `self.net`: a name, not a call's result (`ckpt.fuse().eval()`)."""
+    while isinstance(node, cst.Attribute):
+        node = node.value
+    return isinstance(node, cst.Name)
