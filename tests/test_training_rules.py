@@ -1502,7 +1502,9 @@ CASES = {
             for p in model.parameters():
                 p.requires_grad = True
             return torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=lr)
-        """, {("TL309", 11)}),
+        def thaw(p): p.requires_grad = True
+        def step(loss): loss.backward()
+        """, {("TL309", 11), ("TL309", 19)}),
     "clean: the unfrozen parameters join the optimizer with add_param_group": ("""
         import torch
         class FineTuner:

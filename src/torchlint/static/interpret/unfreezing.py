@@ -54,8 +54,8 @@ def late_unfreezes(module: cst.Module, qualify) -> list[LateUnfreeze]:
 
 def _own_nodes(scope):
     """The nodes of a function (or the module) outside its nested functions and classes' methods."""
-    stack = list(scope.body.body if isinstance(scope, cst.FunctionDef) and isinstance(scope.body, cst.IndentedBlock)
-                 else getattr(scope, "body", ()))
+    body = scope.body  # the module's statements, or a function's block (`def f(): ...` on one line too)
+    stack = list(body if isinstance(body, (list, tuple)) else body.body)
     while stack:
         node = stack.pop()
         if isinstance(node, (cst.FunctionDef, cst.Lambda)):

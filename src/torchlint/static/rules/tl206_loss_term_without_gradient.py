@@ -188,8 +188,8 @@ def _has_history(ctx: FileContext, node) -> bool:
 def _assignments(scope) -> dict[str, list]:
     """Name -> the right-hand sides assigned to it in a function (or module), not in nested ones."""
     found: dict[str, list] = {}
-    stack = list(scope.body.body if isinstance(scope, cst.FunctionDef) and
-                 isinstance(scope.body, cst.IndentedBlock) else getattr(scope, "body", ()))
+    body = scope.body  # the module's statements, or a function's block (`def f(): ...` on one line too)
+    stack = list(body if isinstance(body, (list, tuple)) else body.body)
     while stack:
         item = stack.pop()
         if isinstance(item, (cst.FunctionDef, cst.ClassDef)):
