@@ -127,6 +127,23 @@ def held(root: cst.CSTNode, wanted: set[int]) -> set[int]:
 _BLOCK_FIELDS = ("body", "orelse", "handlers", "finalbody")
 
 
+def inner_statements(statement: cst.CSTNode) -> list[cst.CSTNode]:
+    """The statements directly inside a compound statement's (or a function's) blocks: its body,
+    `else`, `except` and `finally`, in source order. An `elif` is the `If` it is; a one-line suite
+    (`if x: y = 1`) is itself."""
+    found: list = []
+    for field in _BLOCK_FIELDS:
+        inner = getattr(statement, field, None)
+        for part in inner if isinstance(inner, (list, tuple)) else () if inner is None else (inner,):
+            if isinstance(part, cst.IndentedBlock):
+                found.extend(part.body)
+            elif isinstance(part, (cst.Else, cst.ExceptHandler, cst.Finally)):
+                found.extend(inner_statements(part))
+            else:
+                found.append(part)
+    return found
+
+
 def statements_of(module: cst.Module, types: tuple[type, ...]) -> list[cst.CSTNode]:
     """The compound statements of ``types`` anywhere in the module (in nested blocks too), found by
     descending statements only: much cheaper than ``nodes_of`` when only definitions are wanted."""
@@ -136,14 +153,6 @@ def statements_of(module: cst.Module, types: tuple[type, ...]) -> list[cst.CSTNo
         node = stack.pop()
         if isinstance(node, types):
             found.append(node)
-        if isinstance(node, (cst.BaseCompoundStatement, cst.IndentedBlock, cst.Else, cst.ExceptHandler,
-                             cst.Finally)):
-            inner_nodes: list = []
-            for field in _BLOCK_FIELDS:
-                inner = getattr(node, field, None)
-                if isinstance(inner, (list, tuple)):
-                    inner_nodes.extend(inner)
-                elif inner is not None and not isinstance(inner, cst.SimpleStatementSuite):
-                    inner_nodes.append(inner)
-            stack.extend(reversed(inner_nodes))
+        if isinstance(node, cst.BaseCompoundStatement):
+            stack.extend(reversed(inner_statements(node)))
     return found

@@ -18,8 +18,8 @@ from torchlint.static.interpret.training import (
     UNSCALE,
     ZERO_GRAD,
     Action,
-    actions,
     gates_in,
+    loop_actions,
 )
 
 
@@ -28,14 +28,14 @@ def cleared_inner_loops(ctx: FileContext) -> list[tuple[Action, Action]]:
     found: list[tuple[Action, Action]] = []
     for loop in ctx.loops:
         deeper = _in_inner_loops(ctx, loop)
-        own = [a for a in actions(ctx, loop) if id(a.node) not in deeper]
+        own = [a for a in loop_actions(ctx, loop) if id(a.node) not in deeper]
         if any(a.kind == STEP for a in own):
             continue  # stepped in this loop: the one-loop form (TL303's periodic check)
         every = [a for a in own if gates_in(loop, a) == ()]
         clears = next((a for a in every if a.kind == ZERO_GRAD), None)
         if clears is None or not any(a.kind == BACKWARD for a in every):
             continue
-        step = _step_after(ctx, loop, actions(ctx, loop))
+        step = _step_after(ctx, loop, loop_actions(ctx, loop))
         if step is not None:
             found.append((clears, step))
     return found
@@ -46,7 +46,7 @@ def _in_inner_loops(ctx: FileContext, loop: Body) -> set[int]:
     found: set[int] = set()
     for entry in loop.walk():
         if isinstance(entry, Body) and entry.kind == "loop" and entry is not loop:
-            found.update(id(a.node) for a in actions(ctx, entry))
+            found.update(id(a.node) for a in loop_actions(ctx, entry))
     return found
 
 
@@ -57,7 +57,7 @@ def _step_after(ctx: FileContext, inner: Body, own: list[Action]) -> Action | No
     for outer in ctx.loops:
         if outer is inner:
             continue
-        sequence = actions(ctx, outer)
+        sequence = loop_actions(ctx, outer)
         positions = [i for i, a in enumerate(sequence) if id(a.node) in mine]
         if len(positions) != len(own):
             continue

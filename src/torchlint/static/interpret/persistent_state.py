@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from torchlint.static.interpret.definitions import GRAD_OFF
-from torchlint.static.traverse import children, nodes_of, statements_of
+from torchlint.static.traverse import children, inner_statements, nodes_of, statements_of
 
 _RESETS = frozenset({"detach", "detach_", "zero_", "fill_", "zeros", "zeros_like", "new_zeros", "empty", "randn",
                      "init_hidden"})
@@ -39,7 +39,7 @@ def state_writes(module: cst.Module, ctx) -> list[StateWrite]:
                     not method.params.params or _grad_off(method.decorators, ctx):
                 continue
             owner = method.params.params[0].name.value
-            _Scan(owner, ctx, found).block(method.body)
+            _Scan(owner, ctx, found).block(method)
     if not found:
         return found
     kept = _reset_elsewhere(module, {id(w.node) for w in found}, ctx)
@@ -52,9 +52,9 @@ class _Scan:
         self.ctx = ctx
         self.found = found
 
-    def block(self, body) -> None:
-        statements = body.body if isinstance(body, cst.IndentedBlock) else [body]
-        for statement in statements:
+    def block(self, scope) -> None:
+        """The statements of a function (or of a compound statement), in source order."""
+        for statement in inner_statements(scope):
             self.statement(statement)
 
     def statement(self, statement) -> None:
@@ -66,15 +66,7 @@ class _Scan:
             return
         if isinstance(statement, cst.With) and any(_is_grad_off(item.item, self.ctx) for item in statement.items):
             return
-        for field in ("body", "orelse", "handlers", "finalbody"):
-            inner = getattr(statement, field, None)
-            if isinstance(inner, (list, tuple)):
-                for item in inner:
-                    self.statement(item)
-            elif isinstance(inner, cst.IndentedBlock):
-                self.block(inner)
-            elif inner is not None and hasattr(inner, "body"):
-                self.statement(inner)
+        self.block(statement)
 
     def small(self, node) -> None:
         if isinstance(node, cst.Assign):
@@ -101,29 +93,17 @@ class _Scan:
                 self.found.append(StateWrite(node, attr, value, "into"))
 
     def in_place(self, call: cst.Call) -> None:
-        """`self.ema.mul_(m).add_(x)`, `self.queue.copy_(x)`, `self.bank.index_copy_(0, i, x)`."""
+        """`self.ema.mul_(m).add_(x)`, `self.queue.copy_(x)`, `self.bank.index_copy_(0, i, x)`: a chain of
+        in-place methods whose receiver is the attribute, given a tensor with history."""
+        tracked: list = []
         node = call
         while isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and \
                 node.func.attr.value.endswith("_") and not node.func.attr.value.startswith("_"):
-            tracked = [a.value for a in node.args if self._tracked(a.value)]
-            receiver = node.func.value
-            attr = self._attr(receiver)
-            if attr is None and isinstance(receiver, cst.Call):
-                node = receiver
-                if tracked:
-                    attr = self._chain_attr(receiver)
-                    if attr is not None:
-                        self.found.append(StateWrite(call, attr, tracked[0], "into"))
-                        return
-                continue
-            if attr is not None and tracked:
-                self.found.append(StateWrite(call, attr, tracked[0], "into"))
-            return
-
-    def _chain_attr(self, node) -> str | None:
-        while isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+            tracked.extend(a.value for a in node.args if self._tracked(a.value))
             node = node.func.value
-        return self._attr(node)
+        attr = self._attr(node) if node is not call else None
+        if attr is not None and tracked:
+            self.found.append(StateWrite(call, attr, tracked[0], "into"))
 
     def _attr(self, node) -> str | None:
         if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == self.owner:

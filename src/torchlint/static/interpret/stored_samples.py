@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from torchlint.static.traverse import nodes_of, statements_of
+from torchlint.static.traverse import inner_statements, nodes_of, statements_of
 
 # methods that return a view of (or share memory with) their receiver
 VIEW_METHODS = frozenset({"view", "view_as", "reshape", "permute", "transpose", "squeeze", "unsqueeze", "numpy",
@@ -135,30 +135,22 @@ class _Reader:
         self.found: list[Write] = []
 
     def writes(self, function: cst.FunctionDef) -> list[Write]:
-        self.block(function.body)
+        self.block(function)
         return self.found
 
-    def block(self, body) -> None:
-        statements = body.body if isinstance(body, cst.IndentedBlock) else [body]
-        for statement in statements:
+    def block(self, scope) -> None:
+        """The statements of a function (or of a compound statement), in source order."""
+        for statement in inner_statements(scope):
             self.statement(statement)
 
     def statement(self, statement) -> None:
-        if isinstance(statement, cst.SimpleStatementLine) or isinstance(statement, cst.SimpleStatementSuite):
+        if isinstance(statement, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
             for small in statement.body:
                 self.small(small)
             return
         if isinstance(statement, (cst.FunctionDef, cst.ClassDef)):
             return
-        for field in ("body", "orelse", "handlers", "finalbody"):
-            inner = getattr(statement, field, None)
-            if isinstance(inner, (list, tuple)):
-                for item in inner:
-                    self.statement(item)
-            elif isinstance(inner, cst.BaseSuite):
-                self.block(inner) if isinstance(inner, cst.IndentedBlock) else self.statement(inner)
-            elif inner is not None and hasattr(inner, "body"):
-                self.statement(inner)
+        self.block(statement)
 
     def small(self, node) -> None:
         if isinstance(node, cst.Assign):

@@ -173,20 +173,28 @@ def trains(kinds: set[str]) -> bool:
     return BACKWARD in kinds and STEP in kinds
 
 
+def loop_actions(ctx: FileContext, body: Body) -> list[Action]:
+    """`actions` of a body, computed once per file (shared by the rules: do not modify)."""
+    cache = ctx.memo.setdefault("loop_actions", {})
+    found = cache.get(id(body))
+    if found is None:
+        found = cache[id(body)] = actions(ctx, body)
+    return found
+
+
 def innermost_training_loops(ctx: FileContext) -> list[tuple[Body, list[Action]]]:
     """Loops that run backward and an optimizer step, keeping the innermost of nested ones: a loop
     nested in another through a call (an epoch loop calling `train_one_epoch()`) counts as nested."""
     cached = ctx.memo.get("training_loops")
     if cached is not None:
         return cached
-    per_loop = {id(loop): actions(ctx, loop) for loop in ctx.loops}
     found = []
     for loop in ctx.loops:
-        steps = per_loop[id(loop)]
+        steps = loop_actions(ctx, loop)
         if not trains({a.kind for a in steps}):
             continue
         nested = [e for e in loop.walk() if isinstance(e, Body) and e.kind == "loop" and e is not loop]
-        if any(trains({a.kind for a in per_loop.get(id(inner)) or actions(ctx, inner)}) for inner in nested):
+        if any(trains({a.kind for a in loop_actions(ctx, inner)}) for inner in nested):
             continue
         found.append((loop, steps))
     ctx.memo["training_loops"] = found

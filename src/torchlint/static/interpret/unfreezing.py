@@ -10,6 +10,7 @@ no optimizer after it (and not before the filtered construction in the same func
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import libcst as cst
@@ -25,43 +26,51 @@ class LateUnfreeze:
     optimizer: cst.Call  # the construction that took the trainable parameters only
 
 
-def late_unfreezes(module: cst.Module, qualify) -> list[LateUnfreeze]:
-    constructions, unfreezes = [], []
-    for function in [module, *nodes_of(module, (cst.FunctionDef,))]:
-        for node in _own_nodes(function):
-            if isinstance(node, cst.Call):
-                if _is_optimizer(node, qualify):
-                    constructions.append((function, node))
-                elif _add_param_group(node):
-                    return []
-                elif _requires_grad_call(node):
-                    unfreezes.append((function, node))
-            elif isinstance(node, cst.Assign) and _sets_requires_grad(node):
-                unfreezes.append((function, node))
-    filtered = [(home, call) for home, call in constructions if _filtered(call)]
+# cheap evidence, in the text, of both halves: a filtered construction and a later unfreezing
+_FILTERS = re.compile(r"if\s+[\w.]+\.requires_grad\b|lambda[^:\n]*:\s*[\w.]+\.requires_grad\b")
+_UNFREEZES = re.compile(r"\.requires_grad\s*=\s*True\b|\.requires_grad_\(")
+
+
+def late_unfreezes(module: cst.Module, source: str, qualify) -> list[LateUnfreeze]:
+    if not (_FILTERS.search(source) and _UNFREEZES.search(source)):
+        return []
+    constructions, unfreezes = [], []  # (enclosing function, node, position in source order)
+    for function, node, position in _calls_and_assignments(module):
+        if isinstance(node, cst.Call):
+            if _is_optimizer(node, qualify):
+                constructions.append((function, node, position))
+            elif _add_param_group(node):
+                return []
+            elif _requires_grad_call(node):
+                unfreezes.append((function, node, position))
+        elif _sets_requires_grad(node):
+            unfreezes.append((function, node, position))
+    filtered = [entry for entry in constructions if _filtered(entry[1])]
     if not filtered:
         return []
-    home, optimizer = filtered[0]
+    home, optimizer, built = filtered[0]
     found = []
-    for function, node in unfreezes:
-        if function is home and _before(home, node, optimizer):
+    for function, node, position in unfreezes:
+        if function is home and position < built:
             continue  # unfrozen first, then the optimizer takes them
-        if any(where is function and _before(function, node, call) for where, call in constructions):
+        if any(where is function and position < at for where, _call, at in constructions):
             continue  # an optimizer built again after unfreezing, in the same function
         found.append(LateUnfreeze(node, optimizer))
     return found
 
 
-def _own_nodes(scope):
-    """The nodes of a function (or the module) outside its nested functions and classes' methods."""
-    body = scope.body  # the module's statements, or a function's block (`def f(): ...` on one line too)
-    stack = list(body if isinstance(body, (list, tuple)) else body.body)
+def _calls_and_assignments(module: cst.Module):
+    """(innermost enclosing function or None, node, position) for every call and assignment, in
+    source order: one walk of the tree."""
+    stack: list = [(child, None) for child in reversed(module.body)]
+    position = 0
     while stack:
-        node = stack.pop()
-        if isinstance(node, (cst.FunctionDef, cst.Lambda)):
-            continue
-        yield node
-        stack.extend(children(node))
+        node, function = stack.pop()
+        if isinstance(node, (cst.Call, cst.Assign)):
+            position += 1
+            yield function, node, position
+        inner = node if isinstance(node, cst.FunctionDef) else function
+        stack.extend((child, inner) for child in reversed(children(node)))
 
 
 def _is_optimizer(call: cst.Call, qualify) -> bool:
@@ -91,9 +100,3 @@ def _requires_grad_call(call: cst.Call) -> bool:
 def _sets_requires_grad(node: cst.Assign) -> bool:
     return isinstance(node.value, cst.Name) and node.value.value == "True" and any(
         isinstance(t.target, cst.Attribute) and t.target.attr.value == "requires_grad" for t in node.targets)
-
-
-def _before(function, first, second) -> bool:
-    """`first` comes before `second` in the function's source order."""
-    order = {id(n): i for i, n in enumerate(nodes_of(function, (cst.Call, cst.Assign)))}
-    return order.get(id(first), -1) < order.get(id(second), -1)

@@ -202,14 +202,26 @@ class Walker(Definitions, Expressions, Calls):
         self.events.append((2, node))
         self.ctx.scopes[id(node)] = self.scope
         self._log(Mark("accumulate", node, value=node.value, scope=self.scope))
-        if isinstance(node.target, cst.Name):
-            op = type(node.operator).__name__.replace("Assign", "")
-            result = self._arith_value(op, left, right, node.target, node.value)
-            if op == "Add" and self.scope.loop_depth and left.op == "const" and result.zero > DEGENERATE:
-                # a running total over the loop (`count += mask.sum()`, started at a constant): 0 only
-                # when every iteration adds 0, not whenever one does
-                result = result.but(zero=DEGENERATE)
-            self.frame.env[node.target.value] = result
+        target = node.target
+        if isinstance(target, cst.Name):
+            self.frame.env[target.value] = self._updated(node, left, right)
+        elif isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name) and len(target.slice) == 1 \
+                and isinstance(target.slice[0].slice, cst.Index):
+            key = string_key(target.slice[0].slice.value)
+            old = self.frame.lookup(target.value.value)
+            if key is not None and old.kind == "dict":  # `stats["n"] += 1`: the entry is stored again
+                self.frame.env[target.value.value] = old.but(items=old.items + (self._updated(node, left, right),),
+                                                             keys=old.keys + (key,))
+
+    def _updated(self, node: cst.AugAssign, left: Value, right: Value) -> Value:
+        """The value `x op= y` leaves in `x`."""
+        op = type(node.operator).__name__.replace("Assign", "")
+        result = self._arith_value(op, left, right, node.target, node.value)
+        if op == "Add" and self.scope.loop_depth and left.op == "const" and result.zero > DEGENERATE:
+            # a running total over the loop (`count += mask.sum()`, started at a constant): 0 only
+            # when every iteration adds 0, not whenever one does
+            result = result.but(zero=DEGENERATE)
+        return result
 
     def _import(self, node: cst.Import) -> None:
         aliases = self.ctx.aliases

@@ -13,7 +13,6 @@ from torchlint.static.facts.values import DEGENERATE, SATURATION
 # Spreads that are 0 for a constant input, and norms of values shown to reach 0 (a difference of two
 # embeddings): normalising by them is the textbook NaN.
 SPREADS = frozenset({"std", "var", "range", "norm"})
-COUNTED = "TL106 counted"  # memo key: the targets of `+=` seen so far in the walk
 
 
 def zero_divisor(value) -> bool:
@@ -41,8 +40,7 @@ class UnguardedDivision(Rule):
     def on_augassign(self, ctx: FileContext, node: cst.AugAssign) -> None:
         if isinstance(node.operator, cst.DivideAssign):
             self._check(ctx, node, node.value)
-        elif isinstance(node.operator, cst.AddAssign):  # `stats["n"] += 1`: a counter, no longer its literal 0
-            ctx.memo.setdefault(COUNTED, set()).add(ctx.shape(node.target))
+
 
     def on_call(self, ctx: FileContext, call: CallInfo) -> None:
         if call.op == "divide":
@@ -59,8 +57,6 @@ class UnguardedDivision(Rule):
         value = ctx.value(divisor)
         if ctx.is_claimed(node):
             return
-        if value.op == "const" and value.const == 0 and ctx.shape(divisor) in ctx.memo.get(COUNTED, ()):
-            return  # its literal 0 was counted up before this division (the walk does not follow `+=` into entries)
         if zero_divisor(value):
             self._report(ctx, node, divisor, value)
         elif distance_divisor(value):  # unless it turns out to be a feature of the input's geometry

@@ -17,9 +17,7 @@ class UnfrozenNotOptimized(Rule):
     )
 
     def on_end(self, ctx: FileContext) -> None:
-        if "requires_grad" not in ctx.source:
-            return
-        for late in late_unfreezes(ctx.module, ctx.qualify):
+        for late in late_unfreezes(ctx.module, ctx.source, ctx.qualify):
             ctx.report(
                 self.info, late.unfreeze,
                 f"`{ctx.code(late.unfreeze, 40)}` makes parameters trainable, but the optimizer "
