@@ -231,3 +231,28 @@ def test_trace_sarif_validates(capsys):
     results = log["runs"][0]["results"]
     assert code == 1 and {r["ruleId"] for r in results} == {"TL102", "TL106"}
     assert all(r["properties"]["depths"] == ["static", "graph"] for r in results)
+
+
+def test_an_op_made_in_a_helper_points_at_the_helper_line(tmp_path, capsys):
+    """The frames fx records run from the outermost forward inwards: the innermost line in the user's file
+    wins, here inside a helper the forward calls (not the forward's own line)."""
+    (tmp_path / "helper_model.py").write_text(
+        "import torch\n"
+        "from torch import nn\n"
+        "\n"
+        "\n"
+        "def squash(x):\n"
+        "    return torch.tanh(x) * 2\n"
+        "\n"
+        "\n"
+        "class Net(nn.Module):\n"
+        "    def __init__(self):\n"
+        "        super().__init__()\n"
+        "        self.fc = nn.Linear(4, 4)\n"
+        "\n"
+        "    def forward(self, x):\n"
+        "        return squash(self.fc(x))\n")
+    code, data = layers(capsys, f"{tmp_path}/helper_model.py:Net", "--no-cache")
+    assert code == 0
+    lines = {row["node"]: row["line"] for row in data["layers"]}
+    assert (lines["fc"], lines["tanh"], lines["mul"]) == (15, 6, 6)

@@ -33,11 +33,16 @@ class Formulas:
         self.names = {symbol: sympy.Symbol(name, positive=True, integer=True) for symbol, name in names.items()}
         self.dims = dims
         self._values: dict = {}
+        self._named: dict = {}
+        self._texts: dict = {}  # a repeated block's rows carry the same costs: each is rendered once
 
     def named(self, value) -> sympy.Expr:
         value = sympy.sympify(value)
-        renames = {s: self.names[str(s)] for s in value.free_symbols if str(s) in self.names}
-        return sympy.expand(value.subs(renames) if renames else value)
+        named = self._named.get(value)
+        if named is None:
+            renames = {s: self.names[str(s)] for s in value.free_symbols if str(s) in self.names}
+            named = self._named[value] = sympy.expand(value.subs(renames) if renames else value)
+        return named
 
     def value(self, value) -> float | None:
         """The number at ``--dims``; None when a symbol has no value."""
@@ -96,6 +101,13 @@ class Formulas:
         return render(sympy.Float(number) if number is not None else value)
 
     def _text(self, value, units, step: int, space: str) -> str:
+        key = (value, step)
+        text = self._texts.get(key)
+        if text is None:
+            text = self._texts[key] = self._render(value, units, step, space)
+        return text
+
+    def _render(self, value, units, step: int, space: str) -> str:
         named = self.named(value)
         if named == 0:
             return "0"

@@ -30,6 +30,7 @@ from torchlint.finding import Finding
 from torchlint.graph.catalog import SHAPE_MISMATCH, SHAPE_SPECIALIZATION
 from torchlint.graph.costs import CostMeter, NodeCost, is_attention, nbytes
 from torchlint.graph.errors import TraceInputError, clip_words
+from torchlint.graph.fx_tracer import FrameRecordingTracer
 from torchlint.graph.inputs import InputSpec
 from torchlint.graph.recurrent import recurrent_outputs
 from torchlint.graph.repeat import export_repeated
@@ -99,8 +100,7 @@ def trace(target: Target, inputs: list[InputSpec] | None = None, repeat: bool = 
     """torch.fx first; if it cannot trace (Python control flow on shapes, say), non-strict
     torch.export (``repeat``: of two alike blocks, repeated, see repeat.py); if both fail, one line
     naming the user's frame where tracing stopped."""
-    tracer = torch.fx.Tracer()
-    tracer.record_stack_traces = True
+    tracer = FrameRecordingTracer()
     tracer.proxy_buffer_attributes = True  # `self.cos[:t]` with a traced t
     try:
         graph = tracer.trace(target.model)

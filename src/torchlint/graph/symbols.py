@@ -16,6 +16,7 @@ class Symbols:
 
     def __init__(self) -> None:
         self.names: dict[str, str] = {}
+        self._texts: dict[tuple[str, int], str] = {}  # every row of a repeated block names the same sizes
 
     def render(self, value) -> str:
         if isinstance(value, torch.SymInt):
@@ -24,6 +25,13 @@ class Symbols:
 
     def text(self, message: str) -> str:
         """An error message with the ShapeEnv's symbols (s26) replaced by the user's names (B)."""
+        key = (message, len(self.names))
+        text = self._texts.get(key)
+        if text is None:
+            text = self._texts[key] = self._renamed(message)
+        return text
+
+    def _renamed(self, message: str) -> str:
         for symbol, name in sorted(self.names.items(), key=lambda item: -len(item[0])):
             message = re.sub(rf"\b{symbol}\b", name, message)
         return message
