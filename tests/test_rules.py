@@ -11,6 +11,26 @@ from torchlint.config import Settings
 
 CASES = {
     # --- TL101 unguarded-log -------------------------------------------------------------
+    "log of a probability zeroed at ignored positions (masked after the log: the gradient is still NaN)": ("""
+        import torch
+        import torch.nn.functional as F
+        class FocalLoss(torch.nn.Module):
+            def __init__(self, ignore_index=-100):
+                super().__init__()
+                self.ignore_index = ignore_index
+            def _pt(self, onehot, logits, mask):
+                p = (F.softmax(logits, dim=-1) * onehot).sum(dim=-1)
+                return p * ~mask
+            def forward(self, logits, target, onehot):
+                mask = target == self.ignore_index
+                pt = self._pt(onehot, logits, mask)
+                nll = -torch.log(pt)
+                return nll.masked_fill(mask, 0).mean()
+        def kept(logits, target, onehot, ignore_index=-100):
+            keep = target != ignore_index
+            p = (F.softmax(logits, dim=-1) * onehot).sum(dim=-1)
+            return -torch.log(p[keep]).mean()
+        """, {("TL101", 14)}),
     "log of relu through a variable": ("""
         import torch
         def f(x):
@@ -411,6 +431,17 @@ CASES = {
                 unit = (pos[i] - pos[j]) / dist.view(-1, 1)
                 return self.basis(dist), unit
         """, set()),
+    "clean: a distance of grid coordinates only compared (a mask); reported once it is also used": ("""
+        import torch
+        def ring(cx, cy, r, size):
+            yy, xx = torch.meshgrid(torch.arange(size), torch.arange(size), indexing="ij")
+            dx, dy = xx - cx, yy - cy
+            d = (dx ** 2 + dy ** 2).sqrt()
+            return (d < r * 1.1) & (d > r * 0.6)
+        def falloff(px, py, qx, qy):
+            d = ((px - qx) ** 2 + (py - qy) ** 2).sqrt()
+            return (d < 1.0) * d
+        """, {("TL119", 9)}),
     "a distance of embeddings fed to a layer is still reported; so is the division by it": ("""
         import torch
         import torch.nn as nn
@@ -449,6 +480,26 @@ CASES = {
             return torch.acos(c)
         """, set()),
     # --- TL106 unguarded-division ---------------------------------------------------------
+    "a per-class IoU whose NaN for absent classes is expected (nanmean); the same division used plainly": ("""
+        import torch
+        def miou(pred, mask, num_classes):
+            inter = torch.zeros(num_classes)
+            union = torch.zeros(num_classes)
+            for c in range(num_classes):
+                p, t = pred == c, mask == c
+                inter[c] += (p & t).sum()
+                union[c] += (p | t).sum()
+            iou = inter / union
+            return torch.nanmean(iou).item(), iou.tolist()
+        def mean_iou(pred, mask, num_classes):
+            inter = torch.zeros(num_classes)
+            union = torch.zeros(num_classes)
+            for c in range(num_classes):
+                p, t = pred == c, mask == c
+                inter[c] += (p & t).sum()
+                union[c] += (p | t).sum()
+            return (inter / union).mean()
+        """, {("TL106", 19)}),
     "clean: a metric over a whole evaluation set divides by a running total of counts": ("""
         import torch
         @torch.no_grad()
@@ -1473,11 +1524,14 @@ def test_rule_case(name):
 
 def test_every_rule_has_failing_and_passing_cases():
     from test_rules_real_bug_shapes import CASES as SHAPE_CASES
+    from test_shape_rules import CASES as BROADCAST_CASES
+    from test_shape_rules import RESHAPES
     from test_training_rules import CASES as TRAINING_CASES
 
     from torchlint.static.rules import STATIC_RULES
 
-    cases = [*CASES.values(), *TRAINING_CASES.values(), *SHAPE_CASES.values()]
+    cases = [*CASES.values(), *TRAINING_CASES.values(), *SHAPE_CASES.values(), *BROADCAST_CASES.values(),
+             *RESHAPES.values()]
     failing = {code for _, expected, *_ in cases for code, _ in expected}
     assert {rule.info.code for rule in STATIC_RULES} <= failing
     assert any(not expected for _, expected, *_ in CASES.values())

@@ -5,6 +5,42 @@ from conftest import codes_lines
 
 from torchlint.config import Settings
 
+_UPDATER = """
+        import torch
+        class Updater:
+            def __init__(self, model, clip_value, clip_norm):
+                self.model, self.clip_value, self.clip_norm = model, clip_value, clip_norm
+                self.optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            def step(self, *, grad_scaler=None):
+                {first}
+                if self.clip_value:
+                    torch.nn.utils.clip_grad_value_(self.model.parameters(), self.clip_value)
+                if self.clip_norm:
+                    torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.clip_norm)
+                if self.measure:
+                    self.norm = torch.nn.utils.clip_grad_norm_(self.model.parameters(), float("inf"))
+                if grad_scaler is not None:
+                    grad_scaler.step(self.optimizer)
+                    grad_scaler.update()
+                else:
+                    self.optimizer.step()
+        class Engine:
+            def __init__(self, model, amp):
+                self.model = model
+                self.updater = Updater(model, 0.0, 5.0)
+                self.scaler = torch.amp.GradScaler("cpu") if amp else None
+            def train(self, loader, loss_fn):
+                for x, y in loader:
+                    loss = loss_fn(self.model(x), y)
+                    if self.scaler is not None:
+                        self.scaler.scale(loss).backward()
+                    else:
+                        loss.backward()
+                    self.updater.step(grad_scaler=self.scaler)
+                    self.updater.optimizer.zero_grad()
+"""
+
+
 CASES = {
     # TL201
     ".data write to an activation in forward": ("""
@@ -210,6 +246,50 @@ CASES = {
             return cp.checkpoint(block, x)
         """, {("TL205", 4)}),
     # TL301
+    "two optimizers of two models, only one of them cleared in the loop": ("""
+        import torch
+        def train(E, D, loader, gan_loss):
+            opt_E = torch.optim.Adam(E.parameters(), lr=1e-4)
+            opt_D = torch.optim.Adam(D.parameters(), lr=1e-4)
+            for x in loader:
+                z = E(x)
+                d_loss = gan_loss(D(x), D(z.detach()))
+                d_loss.backward()
+                opt_D.step()
+                opt_E.zero_grad()
+                e_loss = gan_loss(D(z), None)
+                e_loss.backward()
+                opt_E.step()
+        """, {("TL301", 10)}),
+    "clean: both optimizers cleared, a model's zero_grad, or optimizers over nested modules": ("""
+        import torch
+        def both(E, D, loader, gan_loss):
+            opt_E = torch.optim.Adam(E.parameters(), lr=1e-4)
+            opt_D = torch.optim.Adam(D.parameters(), lr=1e-4)
+            for x in loader:
+                opt_D.zero_grad()
+                gan_loss(D(x), D(E(x).detach())).backward()
+                opt_D.step()
+                opt_E.zero_grad()
+                gan_loss(D(E(x)), None).backward()
+                opt_E.step()
+        def whole_model(model, loader, loss_fn):
+            opt_a = torch.optim.Adam(model.encoder.parameters(), lr=1e-4)
+            opt_b = torch.optim.SGD(model.head.parameters(), lr=1e-2)
+            for x, y in loader:
+                model.zero_grad()
+                loss_fn(model(x), y).backward()
+                opt_a.step()
+                opt_b.step()
+        def nested(model, loader, loss_fn):
+            opt_all = torch.optim.Adam(model.parameters(), lr=1e-4)
+            opt_head = torch.optim.SGD(model.head.parameters(), lr=1e-2)
+            for x, y in loader:
+                opt_all.zero_grad()
+                loss_fn(model(x), y).backward()
+                opt_all.step()
+                opt_head.step()
+        """, set()),
     "while loop with scaler step and no zero_grad": ("""
         import torch
         def train(model, batches, optimizer, scaler):
@@ -317,6 +397,27 @@ CASES = {
                     self.opt.step()
         """, {("TL302", 13)}),
     # TL305
+    # four flags (the scaler's, tested in the loop and in the updater, is one): more than the three
+    # judged one by one before
+    "an updater clips scaled gradients: four flags, the scaler tested in the loop and in the updater": (
+        _UPDATER.format(first="self.calls = getattr(self, 'calls', 0) + 1"), {("TL305", 10), ("TL305", 12), ("TL305", 14)}),
+    "clean: the updater unscales when it is given the scaler; a helper called with None never steps it": (
+        _UPDATER.format(first="if grad_scaler is not None: grad_scaler.unscale_(self.optimizer)") + """
+        def run_epoch(model, loader, loss_fn, optimizer=None):
+            for x, y in loader:
+                loss = loss_fn(model(x), y)
+                if optimizer is not None:
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+        def fit(model, train_loader, val_loader, loss_fn, epochs):
+            optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+            scheduler = torch.optim.lr_scheduler.StepLR(optimizer, 10)
+            for epoch in range(epochs):
+                run_epoch(model, train_loader, loss_fn, optimizer=optimizer)
+                scheduler.step()
+                run_epoch(model, val_loader, loss_fn, optimizer=None)
+        """, set()),
     "clip_grad_value_ with a scaler held in an attribute": ("""
         import torch
         from torch.nn.utils import clip_grad_value_
@@ -1483,6 +1584,54 @@ CASES = {
                 if torch.isfinite(loss):
                     opt.step()
         """, set()),
+    # TL208
+    "a TD target made by the trained network with gradients on: functional and module losses": ("""
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+        class QNet(nn.Module):
+            def __init__(self, n_obs, n_actions):
+                super().__init__()
+                self.body = nn.Sequential(nn.Linear(n_obs, 64), nn.ReLU(), nn.Linear(64, n_actions))
+            def forward(self, x):
+                return self.body(x)
+        class Agent:
+            def __init__(self, n_obs, n_actions, gamma):
+                self.q_net = QNet(n_obs, n_actions)
+                self.gamma = gamma
+                self.criterion = nn.MSELoss()
+            def update(self, s, a, r, s2, done):
+                q = self.q_net(s).gather(1, a.unsqueeze(1)).squeeze(1)
+                next_q = self.q_net(s2).max(dim=1).values
+                target = r + self.gamma * (1.0 - done) * next_q
+                return F.smooth_l1_loss(q, target)
+            def critic_loss(self, s, r, s2):
+                return self.criterion(self.q_net(s).mean(-1), r + self.gamma * self.q_net(s2).mean(-1))
+        """, {("TL208", 18), ("TL208", 22)}),
+    "clean: target under no_grad, detached, from a target network, or a consistency loss": ("""
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+        def dqn(s, a, r, s2, done, gamma):
+            q_net = nn.Linear(4, 2)
+            q = q_net(s).gather(1, a.unsqueeze(1)).squeeze(1)
+            with torch.no_grad():
+                next_q = q_net(s2).max(dim=1).values
+            return F.mse_loss(q, r + gamma * (1 - done) * next_q)
+        def detached(s, r, s2, gamma):
+            q_net = nn.Linear(4, 2)
+            v_next = q_net(s2).max(1)[0].detach()
+            return F.mse_loss(q_net(s).max(1)[0], r + gamma * v_next)
+        def target_network(s, r, s2, gamma):
+            q_net, target_net = nn.Linear(4, 2), nn.Linear(4, 2)
+            return F.smooth_l1_loss(q_net(s).max(1).values, r + gamma * target_net(s2).max(1).values)
+        def consistency(x1, x2):
+            model = nn.Linear(4, 4)
+            return F.mse_loss(model(x1), model(x2))
+        def regression(x, y):
+            model = nn.Linear(4, 1)
+            return F.mse_loss(model(x), 2.0 * y + 1.0)
+        """, set()),
     # TL309
     "parameters unfrozen after the optimizer took the trainable ones; rebuilt or added elsewhere is fine": ("""
         import torch
@@ -1517,6 +1666,70 @@ CASES = {
                 for p in self.model.backbone.parameters():
                     p.requires_grad = True
                 self.opt.add_param_group({"params": list(self.model.backbone.parameters())})
+        """, set()),
+    # TL310
+    "a new head the optimizer is not given: a comprehension over the encoder only, and parameter groups": ("""
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+        class Classifier(nn.Module):
+            def __init__(self, encoder, dim, classes):
+                super().__init__()
+                self.encoder = encoder
+                self.head = nn.Linear(dim, classes)
+            def forward(self, x):
+                return self.head(self.encoder(x))
+        def finetune(encoder, loader, lr):
+            model = Classifier(encoder, 64, 10)
+            trainable = [p for p in model.encoder.parameters() if p.requires_grad]
+            optimizer = torch.optim.AdamW(trainable, lr=lr)
+            for x, y in loader:
+                loss = F.cross_entropy(model(x), y)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+        """, {("TL310", 14)}),
+    "clean: the whole model, the head in a group, a frozen head, or weights loaded": ("""
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+        class Classifier(nn.Module):
+            def __init__(self, encoder, dim, classes):
+                super().__init__()
+                self.encoder = encoder
+                self.head = nn.Linear(dim, classes)
+            def forward(self, x):
+                return self.head(self.encoder(x))
+        def finetune(encoder, loader, lr):
+            model = Classifier(encoder, 64, 10)
+            optimizer = torch.optim.AdamW([{"params": model.encoder.parameters(), "lr": lr / 10},
+                                           {"params": model.head.parameters()}], lr=lr)
+            for x, y in loader:
+                loss = F.cross_entropy(model(x), y)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+        """, set()),
+    "clean: the head frozen on purpose, and a pretrained model's weights loaded (a linear probe the other way)": ("""
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+        class Classifier(nn.Module):
+            def __init__(self, encoder, dim, classes):
+                super().__init__()
+                self.encoder = encoder
+                self.head = nn.Linear(dim, classes)
+            def forward(self, x):
+                return self.head(self.encoder(x))
+        def finetune(encoder, loader, lr):
+            model = Classifier(encoder, 64, 10)
+            model.head.requires_grad_(False)
+            optimizer = torch.optim.AdamW(model.encoder.parameters(), lr=lr)
+            for x, y in loader:
+                loss = F.cross_entropy(model(x), y)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
         """, set()),
     # TL505
     "seeded after the model is built, directly and through a seeding helper": ("""

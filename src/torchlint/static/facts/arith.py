@@ -254,7 +254,9 @@ def _multiply(left: Value, right: Value, left_node, right_node, node, half: bool
             return Value(op="weighted", lo=lo, hi=hi, zero=max(left.zero, right.zero), prob=True,
                          desc="a weighted softmax output", half=half, tracked=tracked_of(left, right),
                          of=component, node=node)
-    return Value(op="mul", lo=lo, hi=hi, zero=max(left.zero, right.zero), desc=left.desc or right.desc,
+    masked = (left.op == "mask") != (right.op == "mask")
+    desc = "a value times a boolean mask (0 wherever the mask is false)" if masked else left.desc or right.desc
+    return Value(op="mul", lo=lo, hi=hi, zero=max(left.zero, right.zero), desc=desc,
                  half=half, unbounded=left.unbounded or right.unbounded, tracked=tracked_of(left, right),
                  node=node)
 

@@ -270,6 +270,9 @@ class Calls:
             return Value(tracked=False, qual=NUMPY, node=node)
         if qual in ops.FACTORIES:
             return Value(tracked=False, node=node)  # a new tensor: no autograd history
+        if qual in ("torch.meshgrid", "torch.broadcast_tensors") and values and all(v.tracked is False for v in values):
+            # grids of untracked coordinates (`yy, xx = torch.meshgrid(arange(h), arange(w))`): untracked too
+            return Value(kind="list", items=tuple(Value(tracked=False, node=node) for _ in values), node=node)
         if qual == "torch.autograd.grad":
             create = info.kwargs.get("create_graph")
             if create is None or (isinstance(create, cst.Name) and create.value == "False"):

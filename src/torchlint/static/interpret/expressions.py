@@ -14,6 +14,8 @@ from torchlint.static.interpret.frames import Frame, params_of
 HALF_DTYPE = Value(kind="dtype", qual="torch.float16", half=True, tracked=False, desc="torch.float16")
 # Plain Python objects the interpreter tracks for what they hold, never tensors.
 OBJECT_KINDS = frozenset({"dict", "namespace", "argparser", "file"})
+# reductions that return (values, indices) when given a dim
+_VALUES_AND_INDICES = frozenset({"max", "min"})
 
 
 class Expressions:
@@ -61,6 +63,8 @@ class Expressions:
             return Value(kind="grad", tracked=False)
         if attr in ("T", "mT", "real"):
             return owner
+        if attr == "values" and owner.op in _VALUES_AND_INDICES:
+            return owner  # `x.max(dim=1).values`: the reduction's values
         return NOTHING
 
     def _subscript(self, node: cst.Subscript) -> Value:
@@ -188,6 +192,8 @@ class Expressions:
         inner = self.expr(node.expression)
         if isinstance(node.operator, cst.Minus):
             return negate(inner, node)
+        if isinstance(node.operator, cst.BitInvert) and inner.op == "mask":
+            return inner.but(node=node, checks=(), desc="a boolean mask")  # `~pad`: the other positions, 0 elsewhere
         return NOTHING
 
     def _binop(self, node: cst.BinaryOperation) -> Value:

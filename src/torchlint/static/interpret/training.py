@@ -16,12 +16,13 @@ from itertools import product
 import libcst as cst
 
 from torchlint.static.interpret.context import CallInfo, FileContext
+from torchlint.static.interpret.frames import dotted
 from torchlint.static.interpret.scopes import Body, Mark
 
 BACKWARD, STEP, ZERO_GRAD, CLIP, UNSCALE, GRAD = "backward", "step", "zero_grad", "clip", "unscale", "grad"
 SCHEDULE = "schedule"  # a learning-rate scheduler's step()
 CLIP_NAMES = frozenset({"clip_grad_norm_", "clip_grad_value_", "clip_grad_norm", "clip_gradients"})
-MAX_FLAGS = 3  # more flags than this in one loop: judge the merged actions only
+MAX_FLAGS = 5  # more flags than this in one loop (32 paths): judge the merged actions only
 
 
 @dataclass(frozen=True)
@@ -125,15 +126,20 @@ def actions(ctx: FileContext, body: Body) -> list[Action]:
         if kind == STEP and call is not None:
             found.extend(replace(a, cond=cond + a.cond, gates=gates + a.gates)
                          for a in _closure_actions(ctx, call))
-        found.append(Action(kind, entry.node, call, cond + entry.scope.cond,
+        found.append(Action(kind, entry.node, call, cond,
                             _scaled(ctx, kind, call) if call is not None else False, gates))
     return found
 
 
 def entries(body: Body, cond: tuple, seen: set[int], budget: list[int] | None = None,
-            via: tuple = ()) -> Iterator[tuple[object, tuple, tuple]]:
-    """Calls and marks in order, with the flags of the call sites that led into each function and
-    the gates of those call sites (`via`: an entry runs under `via + entry.scope.gates`).
+            via: tuple = (), renames: dict[str, str] | None = None) -> Iterator[tuple[object, tuple, tuple]]:
+    """Calls and marks in order, each with the flags it runs under (the flags of the call sites that
+    led into its function, then its own), and the gates of those call sites (`via`: an entry runs
+    under `via + entry.scope.gates`).
+
+    A flag a function tests on one of its parameters (`if grad_scaler is not None:`) is renamed to
+    what the call site passed (`self.scaler`), so one flag tested in the caller and in the callee is
+    one flag: its two values are never combined.
 
     Calls are followed along every path, which is exponential in a file whose functions call each
     other a lot (a recursive-descent parser): past the budget of entries, calls are no longer followed."""
@@ -141,15 +147,61 @@ def entries(body: Body, cond: tuple, seen: set[int], budget: list[int] | None = 
         budget = [EXPANSION_BUDGET]
     for entry in body.entries:
         if isinstance(entry, Body):
-            yield from entries(entry, cond, seen, budget, via)
+            yield from entries(entry, cond, seen, budget, via, renames)
             continue
         budget[0] -= 1
-        yield entry, cond, via
+        own = _renamed(entry.scope.cond, renames) if renames else entry.scope.cond
+        if own is None:
+            continue  # under a test of a parameter the call site passes None or True for: never runs
+        yield entry, cond + own, via
         callee = getattr(getattr(entry, "callee", None), "body", None)
         if isinstance(callee, Body) and id(callee) not in seen and budget[0] > 0:
             seen.add(id(callee))
-            yield from entries(callee, cond + entry.scope.cond, seen, budget, via + entry.scope.gates)
+            inner = _call_renames(entry, callee, renames)
+            yield from entries(callee, cond + own, seen, budget, via + entry.scope.gates, inner)
             seen.discard(id(callee))
+
+
+_CONSTANT = {"None": False, "True": True}  # arguments whose flag value is known: `f(optimizer=None)`
+
+
+def _renamed(cond: tuple, renames: dict[str, str]) -> tuple | None:
+    """The flags in the caller's terms; None when one contradicts a constant the call passed."""
+    found = []
+    for name, value in cond:
+        renamed = renames.get(name, name)
+        if renamed in _CONSTANT:
+            if _CONSTANT[renamed] != value:
+                return None
+            continue
+        found.append((renamed, value))
+    return tuple(found)
+
+
+def _call_renames(call, callee: Body, outer: dict[str, str] | None) -> dict[str, str] | None:
+    """Parameter name -> the code the call passes for it (a name or attribute), through outer renames."""
+    function = callee.node
+    if not isinstance(call, CallInfo) or not isinstance(function, cst.FunctionDef):
+        return None
+    params = [p.name.value for p in (*function.params.posonly_params, *function.params.params)]
+    if params and params[0] in ("self", "cls") and isinstance(call.node.func, cst.Attribute):
+        params = params[1:]  # a bound method: the receiver is `self`
+    passed = dict(zip(params, call.args, strict=False))  # extra arguments: *args
+    passed.update(call.kwargs)
+    renames = {}
+    for name, argument in passed.items():
+        code = _dotted_code(argument)
+        if code is not None and code != name:
+            renames[name] = (outer or {}).get(code, code)
+        elif code == name and outer and name in outer:
+            renames[name] = outer[name]  # passed on under the same name: what the outer call passed
+    return renames or None
+
+
+def _dotted_code(node) -> str | None:
+    """`self.scaler` for a name or an attribute chain of names; None for anything else."""
+    code = dotted(node)
+    return code if code and not code.startswith(".") else None
 
 
 def _closure_actions(ctx: FileContext, step: CallInfo) -> list[Action]:

@@ -11,6 +11,7 @@ from torchlint.static.rules.tl204_needless_retain_graph import NeedlessRetainGra
 from torchlint.static.rules.tl205_implicit_reentrant_checkpoint import ImplicitReentrantCheckpoint
 from torchlint.static.rules.tl206_loss_term_without_gradient import LossTermWithoutGradient
 from torchlint.static.rules.tl207_state_keeps_graph import StateKeepsGraph
+from torchlint.static.rules.tl208_bootstrap_target_with_gradient import BootstrapTargetWithGradient
 from torchlint.static.rules.tl301_missing_zero_grad import MissingZeroGrad
 from torchlint.static.rules.tl302_missing_grad_clip import MissingGradClip
 from torchlint.static.rules.tl303_misordered_step import MisorderedStep
@@ -20,6 +21,7 @@ from torchlint.static.rules.tl306_eval_without_no_grad import EvalWithoutNoGrad
 from torchlint.static.rules.tl307_fp16_without_grad_scaler import Fp16WithoutGradScaler
 from torchlint.static.rules.tl308_train_mode_not_restored import TrainModeNotRestored
 from torchlint.static.rules.tl309_unfrozen_not_optimized import UnfrozenNotOptimized
+from torchlint.static.rules.tl310_new_layer_not_optimized import NewLayerNotOptimized
 from torchlint.static.rules.tl401_empty_cache_in_loop import EmptyCacheInLoop
 from torchlint.static.rules.tl402_graph_kept_alive import GraphKeptAlive
 from torchlint.static.rules.tl403_synchronous_dataloader import SynchronousDataloader
@@ -30,6 +32,8 @@ from torchlint.static.rules.tl502_conflicting_determinism import ConflictingDete
 from torchlint.static.rules.tl503_env_set_too_late import EnvSetTooLate
 from torchlint.static.rules.tl504_rng_shared_by_workers import RngSharedByWorkers
 from torchlint.static.rules.tl505_seed_after_init import SeedAfterInit
+from torchlint.static.rules.tl603_output_target_broadcast import OutputTargetBroadcast
+from torchlint.static.rules.tl604_reshape_moves_dim import ReshapeMovesDim
 from torchlint.static.rules.tl701_unsafe_load import UnsafeLoad
 from torchlint.static.rules.tl702_load_needs_weights_only_false import LoadNeedsWeightsOnlyFalse
 from torchlint.static.rules.tl703_load_pickles_on_old_torch import LoadPicklesOnOldTorch
@@ -88,6 +92,9 @@ STATIC_RULES: tuple[Rule, ...] = (
     ImplicitReentrantCheckpoint(),
     LossTermWithoutGradient(),
     StateKeepsGraph(),
+    BootstrapTargetWithGradient(),
+    OutputTargetBroadcast(),
+    ReshapeMovesDim(),
     MissingZeroGrad(),
     MissingGradClip(),
     MisorderedStep(),
@@ -97,6 +104,7 @@ STATIC_RULES: tuple[Rule, ...] = (
     Fp16WithoutGradScaler(),
     TrainModeNotRestored(),
     UnfrozenNotOptimized(),
+    NewLayerNotOptimized(),
     EmptyCacheInLoop(),
     GraphKeptAlive(),
     SynchronousDataloader(),

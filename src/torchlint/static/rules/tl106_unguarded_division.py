@@ -26,6 +26,25 @@ def distance_divisor(value) -> bool:
         value.reaches_zero(DEGENERATE)
 
 
+# Functions that expect NaN in their input: a quotient given to one of them is known to be NaN at times.
+NAN_AWARE = frozenset({"nanmean", "nansum", "nanmedian", "nanquantile", "nan_to_num", "isnan", "isfinite",
+                       "nan_to_num_"})
+
+
+def nan_handled(ctx: FileContext, values) -> set[int]:
+    """Ids of those values the file passes to a NaN-aware function (`torch.nanmean(iou)`, `x.nan_to_num()`)."""
+    wanted = {id(value) for value in values}
+    found: set[int] = set()
+    for call in ctx.calls.values():
+        if call.name not in NAN_AWARE:
+            continue
+        for argument in (call.operand, *call.args):
+            value = ctx.values.get(id(argument)) if argument is not None else None
+            if value is not None and id(value) in wanted:
+                found.add(id(value))
+    return found
+
+
 class UnguardedDivision(Rule):
     info = RuleInfo(
         "TL106", "unguarded-division", "warning",
@@ -49,8 +68,14 @@ class UnguardedDivision(Rule):
                 self._check(ctx, call.node, divisor)
 
     def on_end(self, ctx: FileContext) -> None:
-        for node, divisor, value in ctx.memo.get(self.info.code, ()):
-            if value.tracked or not input_feature(ctx, value.node):
+        found = ctx.memo.get(self.info.code, ())
+        if not found:
+            return
+        handled = nan_handled(ctx, [ctx.value(node) for node, *_ in found])
+        for node, divisor, value, distance in found:
+            if id(ctx.value(node)) in handled:
+                continue  # `iou = inter / union` then `torch.nanmean(iou)`: the NaN is expected
+            if not distance or value.tracked or not input_feature(ctx, value.node):
                 self._report(ctx, node, divisor, value)
 
     def _check(self, ctx: FileContext, node, divisor) -> None:
@@ -58,9 +83,9 @@ class UnguardedDivision(Rule):
         if ctx.is_claimed(node):
             return
         if zero_divisor(value):
-            self._report(ctx, node, divisor, value)
+            ctx.memo.setdefault(self.info.code, []).append((node, divisor, value, False))
         elif distance_divisor(value):  # unless it turns out to be a feature of the input's geometry
-            ctx.memo.setdefault(self.info.code, []).append((node, divisor, value))
+            ctx.memo.setdefault(self.info.code, []).append((node, divisor, value, True))
 
     def _report(self, ctx: FileContext, node, divisor, value) -> None:
         ctx.report(

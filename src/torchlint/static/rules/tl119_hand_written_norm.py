@@ -9,6 +9,7 @@ from torchlint.static.facts.values import DEGENERATE
 from torchlint.static.interpret.context import CallInfo, FileContext
 from torchlint.static.interpret.scopes import Scope
 from torchlint.static.rules.base import Rule
+from torchlint.static.traverse import nodes_of
 
 
 def hand_written_distance(value) -> bool:
@@ -22,6 +23,22 @@ def input_feature(ctx: FileContext, node) -> bool:
     or feeds to a layer is an encoding of the input's geometry (point clouds, graph edges): the
     coordinates need no gradient, and edges join distinct points. Known once the file is walked."""
     return id(node) in ctx.features
+
+
+def only_compared(ctx: FileContext, values) -> set[int]:
+    """Ids of those values whose every later use in the file is an operand of a comparison
+    (`(d < r) & (d > r0)`): a mask of the distance, which nothing differentiates."""
+    wanted = {id(value): value for value in values}
+    compared: set[int] = set()
+    for comparison in nodes_of(ctx.module, (cst.Comparison,)):
+        compared.add(id(comparison.left))
+        compared.update(id(target.comparator) for target in comparison.comparisons)
+    uses: dict[int, bool] = {}
+    for name in nodes_of(ctx.module, (cst.Name,)):
+        value = ctx.values.get(id(name))
+        if value is not None and id(value) in wanted:
+            uses[id(value)] = uses.get(id(value), True) and id(name) in compared
+    return {key for key, all_compared in uses.items() if all_compared}
 
 
 NUMBERS = frozenset({"item", "tolist", "numpy"})  # methods that turn a tensor into plain numbers
@@ -52,9 +69,13 @@ class HandWrittenNorm(Rule):
 
     def on_end(self, ctx: FileContext) -> None:
         read_out = ctx.memo.get(READ_OUT, set())
-        for node in ctx.memo.get(self.info.code, ()):
-            if id(node) not in read_out and not input_feature(ctx, node):
-                self._report(ctx, node)
+        deferred = [node for node in ctx.memo.get(self.info.code, ())
+                    if id(node) not in read_out and not input_feature(ctx, node)]
+        if deferred:
+            compared = only_compared(ctx, [ctx.value(node) for node in deferred])
+            for node in deferred:
+                if id(ctx.value(node)) not in compared:
+                    self._report(ctx, node)
 
     def _check(self, ctx: FileContext, node, operand, scope: Scope, torch: bool) -> None:
         value = ctx.value(operand)

@@ -37,6 +37,19 @@ class MissingZeroGrad(Rule):
                     "call optimizer.zero_grad() once per step",
                 )
                 continue
+            uncleared = _uncleared_optimizer(ctx, steps)
+            if uncleared is not None:
+                step, cleared = uncleared
+                ctx.report(
+                    self.info, step.node,
+                    f"this loop steps `{ctx.code(step.node, 40)}` but clears the gradients only through "
+                    f"`{ctx.code(cleared.node, 40)}`, whose optimizer holds other parameters: the gradients "
+                    "the first one applies add up across iterations (each step applies the sum of all "
+                    "previous ones); zero_grad() every optimizer that steps, or the model",
+                    related=((loop_header(loop), "the training loop"),
+                             (cleared.node, "only this optimizer's gradients are cleared")),
+                )
+                continue
             path = _path_without_zero_grad(steps)
             if path is not None and not _other_clearing(loop, path[2]):
                 flags, step, _ = path
@@ -47,6 +60,55 @@ class MissingZeroGrad(Rule):
                     "of all previous gradients; call optimizer.zero_grad() on both branches (or before the if)",
                     related=((step.node, "the step on the branch without zero_grad()"),),
                 )
+
+
+def _uncleared_optimizer(ctx: FileContext, steps):
+    """(a step, a zero_grad) where the loop steps an optimizer it never clears while it clears another
+    built from another module's parameters (`optimizer_E.zero_grad()` but `optimizer_D.step()`).
+    Only when every clearing is an optimizer's zero_grad and each optimizer takes one module's
+    `.parameters()`, the modules not nested in each other's names."""
+    stepped, cleared = {}, {}
+    for action in steps:
+        if action.kind == ZERO_GRAD:
+            receiver = action.call.receiver if action.call is not None else None
+            if receiver is None or ctx.value(receiver).kind != "optimizer":
+                return None  # `p.grad = None`, `model.zero_grad()`: may clear anything
+            cleared.setdefault(ctx.code(receiver, 80), action)
+        elif action.kind == STEP and action.call is not None and not action.scaled:
+            receiver = action.call.receiver
+            if receiver is not None and ctx.value(receiver).kind == "optimizer":
+                stepped.setdefault(ctx.code(receiver, 80), (action, receiver))
+    if not cleared or len(stepped) < 2:
+        return None
+    sources = {}
+    for name in (*cleared, *stepped):
+        holder = cleared[name].call.receiver if name in cleared else stepped[name][1]
+        source = _parameters_of(ctx, holder)
+        if source is None:
+            return None
+        sources[name] = source
+    for name, (action, _receiver) in stepped.items():
+        if name in cleared:
+            continue
+        if all(_disjoint(sources[name], sources[other]) for other in cleared):
+            return action, next(iter(cleared.values()))
+    return None
+
+
+def _parameters_of(ctx: FileContext, optimizer) -> str | None:
+    """`D` for an optimizer built as `torch.optim.Adam(D.parameters(), ...)`."""
+    made = ctx.value(optimizer).node
+    if not isinstance(made, cst.Call) or not made.args:
+        return None
+    first = made.args[0].value
+    if isinstance(first, cst.Call) and isinstance(first.func, cst.Attribute) and \
+            first.func.attr.value == "parameters" and not first.args:
+        return ctx.code(first.func.value, 80)
+    return None
+
+
+def _disjoint(a: str, b: str) -> bool:
+    return a != b and not a.startswith(b + ".") and not b.startswith(a + ".")
 
 
 def _path_without_zero_grad(steps) -> tuple[str, object, dict] | None:
