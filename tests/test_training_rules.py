@@ -494,7 +494,97 @@ CASES = {
         torch.use_deterministic_algorithms(True)
         torch.use_deterministic_algorithms(True, warn_only=True)
         """, set()),
+    # TL209
+    "REINFORCE with a learned baseline: the advantage keeps the critic's gradient": ("""
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+        class Agent(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.policy = nn.Linear(8, 4)
+                self.value = nn.Linear(8, 1)
+            def forward(self, obs):
+                dist = torch.distributions.Categorical(logits=self.policy(obs))
+                action = dist.sample()
+                return action, dist.log_prob(action), self.value(obs).squeeze(-1)
+        def train_step(agent: Agent, optimizer, obs, reward_fn):
+            action, log_prob, value = agent(obs)
+            reward = reward_fn(action)
+            policy_loss = -((reward - value) * log_prob).mean()
+            value_loss = F.mse_loss(value, reward)
+            optimizer.zero_grad()
+            (policy_loss + value_loss).backward()
+            optimizer.step()
+        """, {("TL209", 17)}),
+    "clean: the baseline detached in the advantage, or an advantage of constants": ("""
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+        class Agent(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.policy = nn.Linear(8, 4)
+                self.value = nn.Linear(8, 1)
+            def forward(self, obs):
+                dist = torch.distributions.Categorical(logits=self.policy(obs))
+                action = dist.sample()
+                return action, dist.log_prob(action), self.value(obs).squeeze(-1)
+        def train_step(agent: Agent, optimizer, obs, reward_fn):
+            action, log_prob, value = agent(obs)
+            reward = reward_fn(action)
+            baseline = value.detach()
+            policy_loss = -((reward - baseline) * log_prob).mean()
+            value_loss = F.mse_loss(value, reward)
+            optimizer.zero_grad()
+            (policy_loss + value_loss).backward()
+            optimizer.step()
+        def scaled(agent: Agent, optimizer, obs, reward, mean):
+            action, log_prob, value = agent(obs)
+            loss = ((reward - mean) * log_prob).mean() + F.mse_loss(reward, mean)
+            loss.backward()
+        """, set()),
     # TL303
+    "a warm-up schedule counted in optimizer updates, stepped on every micro-batch": ("""
+        import torch
+        import torch.nn.functional as F
+        def train(model, loader, epochs, accum_steps, warmup):
+            optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+            total_updates = epochs * len(loader) // accum_steps
+            scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda u: min(1.0, (u + 1) / warmup))
+            for epoch in range(epochs):
+                for i, (x, y) in enumerate(loader):
+                    (F.cross_entropy(model(x), y) / accum_steps).backward()
+                    if (i + 1) % accum_steps == 0:
+                        optimizer.step()
+                        optimizer.zero_grad()
+                    scheduler.step()
+        """, {("TL303", 14)}),
+    "clean: stepped with the optimizer, or a schedule counted in batches": ("""
+        import torch
+        import torch.nn.functional as F
+        def train(model, loader, epochs, accum_steps, warmup):
+            optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+            total_updates = epochs * len(loader) // accum_steps
+            scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda u: min(1.0, (u + 1) / warmup))
+            for epoch in range(epochs):
+                for i, (x, y) in enumerate(loader):
+                    (F.cross_entropy(model(x), y) / accum_steps).backward()
+                    if (i + 1) % accum_steps == 0:
+                        optimizer.step()
+                        optimizer.zero_grad()
+                        scheduler.step()
+        def per_batch(model, loader, epochs, every):
+            optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3)
+            scheduler = torch.optim.lr_scheduler.OneCycleLR(optimizer, 1e-3, total_steps=epochs * len(loader))
+            for epoch in range(epochs):
+                for i, (x, y) in enumerate(loader):
+                    (F.cross_entropy(model(x), y) / every).backward()
+                    if (i + 1) % every == 0:
+                        optimizer.step()
+                        optimizer.zero_grad()
+                    scheduler.step()
+        """, set()),
     "step before backward through a helper": ("""
         import torch
         def update(optimizer):
@@ -1471,6 +1561,56 @@ CASES = {
                 return self.prepare(self.x[idx].copy()), feats, img, other, y, picked, view
         """, set()),
     # TL207
+    "truncated BPTT: the cell state carried into the next window with its graph (only h is detached)": ("""
+        import torch
+        import torch.nn as nn
+        class Forecaster(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lstm = nn.LSTM(4, 32, batch_first=True)
+                self.out = nn.Linear(32, 1)
+            def forward(self, x, state=None):
+                y, state = self.lstm(x, state)
+                return self.out(y), state
+        def train(series, targets, bptt):
+            model = Forecaster()
+            opt = torch.optim.Adam(model.parameters())
+            h = c = None
+            for start in range(0, series.size(1) - bptt, bptt):
+                pred, (h, c) = model(series[:, start:start + bptt], None if h is None else (h, c))
+                loss = nn.functional.mse_loss(pred, targets[:, start:start + bptt])
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                h = h.detach()
+        """, {("TL207", 17)}),
+    "clean: the state detached each window, reset each window, or carried under no_grad": ("""
+        import torch
+        import torch.nn as nn
+        def repackage(state):
+            return tuple(s.detach() for s in state)
+        def train(series, targets, bptt):
+            lstm = nn.LSTM(4, 32, batch_first=True)
+            opt = torch.optim.Adam(lstm.parameters())
+            state = None
+            for start in range(0, series.size(1) - bptt, bptt):
+                out, state = lstm(series[:, start:start + bptt], state)
+                loss = nn.functional.mse_loss(out[..., :1], targets[:, start:start + bptt])
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                state = repackage(state)
+        def fresh(series, targets, bptt):
+            lstm = nn.LSTM(4, 32, batch_first=True)
+            opt = torch.optim.Adam(lstm.parameters())
+            for start in range(0, series.size(1) - bptt, bptt):
+                state = None
+                out, state = lstm(series[:, start:start + bptt], state)
+                loss = nn.functional.mse_loss(out[..., :1], targets[:, start:start + bptt])
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+        """, set()),
     "a queue, a running statistic and a stored RNN state keep each step's graph": ("""
         import torch
         import torch.nn as nn
@@ -1730,6 +1870,46 @@ CASES = {
                 optimizer.zero_grad()
                 loss.backward()
                 optimizer.step()
+        """, set()),
+    # TL506
+    "a data module draws the split in each loader, keeping the train part in one and the val part in the other": ("""
+        import torch
+        from torch.utils.data import DataLoader, random_split
+        class DataModule:
+            def __init__(self, dataset, val_size):
+                self.dataset, self.val_size = dataset, val_size
+            def train_dataloader(self):
+                n = len(self.dataset)
+                train, _ = random_split(self.dataset, [n - self.val_size, self.val_size])
+                return DataLoader(train, batch_size=64, shuffle=True)
+            def val_dataloader(self):
+                n = len(self.dataset)
+                _, val = random_split(self.dataset, [n - self.val_size, self.val_size])
+                return DataLoader(val, batch_size=256)
+        """, {("TL506", 13)}),
+    "clean: seeded generators, one split kept, or the same part twice": ("""
+        import torch
+        from torch.utils.data import DataLoader, random_split
+        class DataModule:
+            def __init__(self, dataset, val_size, seed):
+                self.dataset, self.val_size, self.seed = dataset, val_size, seed
+            def train_dataloader(self):
+                n = len(self.dataset)
+                g = torch.Generator().manual_seed(self.seed)
+                train, _ = random_split(self.dataset, [n - self.val_size, self.val_size], generator=g)
+                return DataLoader(train, batch_size=64, shuffle=True)
+            def val_dataloader(self):
+                n = len(self.dataset)
+                g = torch.Generator().manual_seed(self.seed)
+                _, val = random_split(self.dataset, [n - self.val_size, self.val_size], generator=g)
+                return DataLoader(val, batch_size=256)
+        def once(dataset, n, k):
+            train, val = random_split(dataset, [n - k, k])
+            return train, val
+        def subsample(dataset, n, k):
+            first, _ = random_split(dataset, [n - k, k])
+            second, _ = random_split(dataset, [n - k, k])
+            return first, second
         """, set()),
     # TL505
     "seeded after the model is built, directly and through a seeding helper": ("""

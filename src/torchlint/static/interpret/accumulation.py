@@ -1,4 +1,5 @@
-"""Gradient accumulation over an inner loop that clears on every micro-batch.
+"""Gradient accumulation: an inner loop that clears on every micro-batch, and a schedule counted in
+optimizer updates.
 
 `for step in ...: for _ in range(accum): zero_grad(); backward()` then `step()` right after the
 inner loop (through the file's functions and methods: `self.micro_step(batch)`): each inner
@@ -8,6 +9,10 @@ gradient norms) is not one.
 """
 
 from __future__ import annotations
+
+import re
+
+import libcst as cst
 
 from torchlint.static.interpret.context import FileContext
 from torchlint.static.interpret.scopes import Body
@@ -21,6 +26,7 @@ from torchlint.static.interpret.training import (
     gates_in,
     loop_actions,
 )
+from torchlint.static.traverse import nodes_of
 
 
 def cleared_inner_loops(ctx: FileContext) -> list[tuple[Action, Action]]:
@@ -64,4 +70,15 @@ def _step_after(ctx: FileContext, inner: Body, own: list[Action]) -> Action | No
         following = [a for a in sequence[positions[-1] + 1:] if a.kind not in (CLIP, UNSCALE)]
         if following and following[0].kind == STEP:
             return following[0]
+    return None
+
+
+def schedule_counts_updates(ctx: FileContext, test: cst.BaseExpression) -> str | None:
+    """For a step gated by `(i + 1) % K == 0`: K's code when the file counts its schedule in optimizer
+    updates, a number of batches divided by K (`epochs * len(loader) // K`); else None."""
+    for node in nodes_of(test, (cst.BinaryOperation,)):
+        if isinstance(node.operator, cst.Modulo):
+            period = ctx.code(node.right, 80)
+            divided = re.compile(r"len\([^\n]*?/{1,2}\s*\(?\s*" + re.escape(period) + r"\b")
+            return period if divided.search(ctx.source) else None
     return None

@@ -12,6 +12,7 @@ from torchlint.static.rules.tl205_implicit_reentrant_checkpoint import ImplicitR
 from torchlint.static.rules.tl206_loss_term_without_gradient import LossTermWithoutGradient
 from torchlint.static.rules.tl207_state_keeps_graph import StateKeepsGraph
 from torchlint.static.rules.tl208_bootstrap_target_with_gradient import BootstrapTargetWithGradient
+from torchlint.static.rules.tl209_baseline_with_gradient import BaselineWithGradient
 from torchlint.static.rules.tl301_missing_zero_grad import MissingZeroGrad
 from torchlint.static.rules.tl302_missing_grad_clip import MissingGradClip
 from torchlint.static.rules.tl303_misordered_step import MisorderedStep
@@ -32,6 +33,7 @@ from torchlint.static.rules.tl502_conflicting_determinism import ConflictingDete
 from torchlint.static.rules.tl503_env_set_too_late import EnvSetTooLate
 from torchlint.static.rules.tl504_rng_shared_by_workers import RngSharedByWorkers
 from torchlint.static.rules.tl505_seed_after_init import SeedAfterInit
+from torchlint.static.rules.tl506_split_drawn_twice import SplitDrawnTwice
 from torchlint.static.rules.tl603_output_target_broadcast import OutputTargetBroadcast
 from torchlint.static.rules.tl604_reshape_moves_dim import ReshapeMovesDim
 from torchlint.static.rules.tl701_unsafe_load import UnsafeLoad
@@ -93,6 +95,7 @@ STATIC_RULES: tuple[Rule, ...] = (
     LossTermWithoutGradient(),
     StateKeepsGraph(),
     BootstrapTargetWithGradient(),
+    BaselineWithGradient(),
     OutputTargetBroadcast(),
     ReshapeMovesDim(),
     MissingZeroGrad(),
@@ -115,6 +118,7 @@ STATIC_RULES: tuple[Rule, ...] = (
     EnvSetTooLate(),
     RngSharedByWorkers(),
     SeedAfterInit(),
+    SplitDrawnTwice(),
     UnsafeLoad(),
     LoadNeedsWeightsOnlyFalse(),
     LoadPicklesOnOldTorch(),

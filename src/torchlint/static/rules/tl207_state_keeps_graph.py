@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from torchlint.rule import RuleInfo
 from torchlint.static.interpret.context import CallInfo, FileContext
+from torchlint.static.interpret.carried_state import carried_states
 from torchlint.static.interpret.persistent_state import state_writes
-from torchlint.static.interpret.training import BACKWARD, classify
+from torchlint.static.interpret.training import BACKWARD, classify, innermost_training_loops
 from torchlint.static.rules.base import Rule
 
 TRAINS = "TL207 backward"  # memo key: the file backpropagates
@@ -37,4 +38,14 @@ class StateKeepsGraph(Rule):
                 f"{how}: the next backward() that reaches `self.{write.attr}` fails (\"Trying to backward through "
                 "the graph a second time\") or backpropagates into earlier steps, and memory grows step after "
                 f"step. Store `{ctx.code(write.value, 30)}.detach()`, or update under `torch.no_grad()`",
+            )
+        for state in carried_states(ctx, [loop for loop, _steps in innermost_training_loops(ctx)]):
+            ctx.report(
+                self.info, state.write,
+                f"`{state.name}` is the model's output with autograd history, and `{ctx.code(state.read, 40)}` "
+                "reads it in the next iteration: that forward builds on this step's graph, which backward() frees, "
+                "so the next backward() fails (\"Trying to backward through the graph a second time\") or, with "
+                f"retain_graph, runs through every earlier step while memory grows. Detach it once per step "
+                f"(`{state.name} = {state.name}.detach()`)",
+                related=((state.read, "the next iteration's forward reads it here"),),
             )

@@ -6,7 +6,7 @@ from __future__ import annotations
 from torchlint.rule import RuleInfo
 from torchlint.static.interpret.context import FileContext
 from torchlint.static.rules.base import Rule
-from torchlint.static.interpret.accumulation import cleared_inner_loops
+from torchlint.static.interpret.accumulation import cleared_inner_loops, schedule_counts_updates
 from torchlint.static.interpret.periodic import is_periodic
 from torchlint.static.interpret.scopes import Body
 from torchlint.static.interpret.training import (BACKWARD, CLIP, SCHEDULE, STEP, ZERO_GRAD, Action, actions,
@@ -27,6 +27,7 @@ class MisorderedStep(Rule):
             for steps in paths(merged):
                 self._check_path(ctx, steps)
             self._check_accumulation(ctx, loop, merged)
+            self._check_schedule_period(ctx, loop, merged)
         for clears, step in cleared_inner_loops(ctx):
             self._report(ctx, clears.node,
                          f"runs on every iteration of the loop that accumulates gradients for "
@@ -74,6 +75,31 @@ class MisorderedStep(Rule):
                          f"runs every iteration, but step() only when {when}: the gradients of the "
                          "iterations in between are cleared before a step uses them, so gradient "
                          "accumulation does nothing. Zero the gradients next to step(), under its condition")
+            return
+
+    def _check_schedule_period(self, ctx: FileContext, loop, steps: list[Action]) -> None:
+        """step() every k-th iteration, the scheduler every iteration, and a schedule the file counts in
+        optimizer updates (`len(loader) * epochs // k`): it runs k times too fast."""
+        inside = [(a, gates_in(loop, a)) for a in steps]
+        for step, gates in inside:
+            if step.kind != STEP or not gates:
+                continue
+            period = next((test for test, value in gates if value and is_periodic(ctx, loop, test)), None)
+            if period is None:
+                continue
+            counted = schedule_counts_updates(ctx, period)
+            if counted is None:
+                continue
+            for schedule, schedule_gates in inside:
+                if schedule.kind != SCHEDULE or schedule_gates is None or schedule.call is None or \
+                        schedule.call.args or any(is_periodic(ctx, loop, test) for test, _ in schedule_gates):
+                    continue
+                self._report(ctx, schedule.node,
+                             f"runs every iteration, but the optimizer steps only when `{ctx.code(period, 40)}`, "
+                             f"and the schedule is counted in optimizer updates (divided by `{counted}`): it "
+                             f"advances `{counted}` times per update, so warm-up and decay end that many times "
+                             "too early. Step the scheduler next to optimizer.step(), under its condition")
+                return
             return
 
     def _check_path(self, ctx: FileContext, steps) -> None:
