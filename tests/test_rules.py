@@ -480,6 +480,16 @@ CASES = {
             return torch.acos(c)
         """, set()),
     # --- TL106 unguarded-division ---------------------------------------------------------
+    "a direction towards a random point is never 0; between two points of unknown origin it can be": ("""
+        import torch
+        def rays(origins, n):
+            target = 0.3 * torch.randn(n, 3)
+            dirs = target - origins
+            return dirs / dirs.norm(dim=-1, keepdim=True)
+        def pull(a, b):
+            d = a - b
+            return d / d.norm(dim=-1, keepdim=True)
+        """, {("TL106", 9)}),
     "a per-class IoU whose NaN for absent classes is expected (nanmean); the same division used plainly": ("""
         import torch
         def miou(pred, mask, num_classes):

@@ -177,6 +177,9 @@ def _add(left: Value, right: Value, node, half: bool) -> Value:
                  squared_distance=left.squared_distance and right.squared_distance)
 
 
+_DRAWS = frozenset({"randn", "rand"})  # samples of a continuous distribution (scaled or shifted by constants)
+
+
 def _subtract(left: Value, right: Value, node, half: bool) -> Value:
     lo, hi = ranges.subtract(left.span, right.span, half)
     tracked = tracked_of(left, right)
@@ -203,6 +206,11 @@ def _subtract(left: Value, right: Value, node, half: bool) -> Value:
         return _add(left, constant(-right.const), node, half)
     if left.op == "const" or right.op == "const":
         return Value(op="sub", lo=lo, hi=hi, half=half, unbounded=left.unbounded, tracked=tracked, node=node)
+    if left.op in _DRAWS or right.op in _DRAWS:
+        # a fresh sample from a continuous distribution equals anything independent of it with
+        # probability 0 (`target - origin` with `target = 0.3 * torch.randn(n, 3)`)
+        return Value(op="sub", lo=lo, hi=hi, half=half, unbounded=left.unbounded or right.unbounded,
+                     tracked=tracked, node=node)
     # x - x.mean(): 0 only where x is constant along the axis (a spread, not a distance between points)
     centred = right.op == "mean" and _same(right.of, left)
     # Two values: exactly 0 where they are equal (a distance between identical points).

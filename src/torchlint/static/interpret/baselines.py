@@ -14,6 +14,7 @@ layer or an `nn.Module`, outside `no_grad`) and used without `.detach()` in the 
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import libcst as cst
@@ -22,7 +23,7 @@ from torchlint.static.interpret.bootstrap import REGRESSION_FUNCTIONS, REGRESSIO
 from torchlint.static.interpret.carried_state import is_model_call, with_history
 from torchlint.static.interpret.context import FileContext
 from torchlint.static.interpret.frames import dotted
-from torchlint.static.traverse import nodes_of
+from torchlint.static.traverse import nodes_of, statements_of
 
 
 @dataclass
@@ -32,13 +33,23 @@ class BaselineWithGradient:
     regression: cst.CSTNode  # what trains it towards the return
 
 
+_SQUARED = re.compile(r"\)\s*\*\*\s*2\b")
+
+
 def baselines_with_gradient(ctx: FileContext) -> list[BaselineWithGradient]:
     if "backward" not in ctx.source:
         return []
+    squared = _SQUARED.search(ctx.source) is not None
+    regressing = {call.scope.function for call in ctx.calls.values()
+                  if (call.op == "loss" or call.form != "function") and _regressed(ctx, call.node)}
+    if not squared and not regressing:
+        return []  # nothing trains a value towards a target: no baseline
     found: list[BaselineWithGradient] = []
     top = [s for s in ctx.module.body if not isinstance(s, (cst.FunctionDef, cst.ClassDef))]
-    for scope in [[f.body] for f in nodes_of(ctx.module, (cst.FunctionDef,))] + [top]:
-        found.extend(_in_scope(ctx, scope))
+    scopes = [(f.name.value, [f.body]) for f in statements_of(ctx.module, (cst.FunctionDef,))] + [(None, top)]
+    for name, scope in scopes:
+        if squared or name in regressing:
+            found.extend(_in_scope(ctx, scope))
     return found
 
 

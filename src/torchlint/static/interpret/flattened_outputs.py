@@ -20,7 +20,7 @@ import libcst as cst
 
 from torchlint.static.interpret.bootstrap import REGRESSION_FUNCTIONS, REGRESSION_MODULES
 from torchlint.static.interpret.context import FileContext
-from torchlint.static.traverse import nodes_of
+from torchlint.static.traverse import nodes_of, statements_of
 
 _FLATTENING = ("squeeze", "view", "reshape", "flatten", "ravel")
 _RESHAPING = frozenset({"squeeze", "unsqueeze", "view", "reshape", "flatten", "ravel", "expand", "expand_as",
@@ -42,18 +42,32 @@ def broadcast_comparisons(ctx: FileContext) -> list[tuple[Comparison, Comparison
     source = ctx.source
     if not any(text in source for text in ("squeeze(", "view(-1)", "reshape(-1)", "flatten()", "ravel()")):
         return []
-    comparisons: list[Comparison] = []
+    flattening = {info.scope.function for info in ctx.calls.values()
+                  if info.form == "method" and info.name in _FLATTENING and _flattens(info.node, info.name)}
+    if not flattening:
+        return []  # no output made one-dimensional anywhere: no evidence to compare with
     helpers = _subtracting_helpers(ctx.module)
-    for scope in _scopes(ctx.module):
-        comparisons.extend(_comparisons(ctx, scope, helpers))
-    flat = {c.model: c for c in comparisons if c.flattened}
-    return [(c, flat[c.model]) for c in comparisons if not c.flattened and c.model in flat]
+    scopes = _scopes(ctx.module)
+    # the evidence first, in the scopes that flatten something; the other comparisons only if found
+    flat: dict[str, Comparison] = {}
+    for name, scope in scopes:
+        if name in flattening:
+            for comparison in _comparisons(ctx, scope, helpers):
+                if comparison.flattened:
+                    flat.setdefault(comparison.model, comparison)
+    if not flat:
+        return []
+    found = []
+    for _name, scope in scopes:
+        found.extend((c, flat[c.model]) for c in _comparisons(ctx, scope, helpers)
+                     if not c.flattened and c.model in flat)
+    return found
 
 
-def _scopes(module: cst.Module) -> list:
-    """The code of each function (its body), and the module's own statements (a script's loop)."""
+def _scopes(module: cst.Module) -> list[tuple[str | None, list]]:
+    """(name, code) of each function (its body), and of the module's own statements (a script's loop)."""
     top = [s for s in module.body if not isinstance(s, (cst.FunctionDef, cst.ClassDef))]
-    return [[f.body] for f in nodes_of(module, (cst.FunctionDef,))] + [top]
+    return [(f.name.value, [f.body]) for f in statements_of(module, (cst.FunctionDef,))] + [(None, top)]
 
 
 def _comparisons(ctx: FileContext, scope: list, helpers: set[str]) -> list[Comparison]:

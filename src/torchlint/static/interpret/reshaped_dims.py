@@ -15,13 +15,14 @@ with no assignment to the tensor or the names in between.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import libcst as cst
 
 from torchlint.static.interpret.context import FileContext
 from torchlint.static.interpret.frames import dotted
-from torchlint.static.traverse import inner_statements, nodes_of
+from torchlint.static.traverse import inner_statements, nodes_of, statements_of
 
 _RESHAPES = ("view", "reshape")
 # modules and methods whose output keeps the leading dims of their input (the last may change)
@@ -39,13 +40,22 @@ class MovedDim:
     tensor: str  # the tensor the names were unpacked from
 
 
+# `B, T, C = x.shape` / `b, _, h, w = feats.size()` somewhere in the text
+_UNPACKS = re.compile(r"^[ \t]*\w+[ \t]*,[\w \t,]*=[ \t]*[\w.]+\.(?:shape|size\(\))[ \t]*(?:#.*)?$", re.M)
+
+
 def moved_dims(ctx: FileContext) -> list[MovedDim]:
     source = ctx.source
-    if not ((".view(" in source or ".reshape(" in source) and (".shape" in source or ".size()" in source)):
+    if not ((".view(" in source or ".reshape(" in source) and _UNPACKS.search(source)):
         return []
+    # the functions that reshape with names among the sizes (`x.view(B, h, T, d)`)
+    reshaping = {info.scope.function for info in ctx.calls.values()
+                 if info.form == "method" and info.name in _RESHAPES and len(info.args) >= 2
+                 and any(isinstance(a, cst.Name) for a in info.args)}
     found: list[MovedDim] = []
-    for function in nodes_of(ctx.module, (cst.FunctionDef,)):
-        found.extend(_in_function(ctx, function))
+    for function in statements_of(ctx.module, (cst.FunctionDef,)):
+        if function.name.value in reshaping:
+            found.extend(_in_function(ctx, function))
     return found
 
 

@@ -17,7 +17,7 @@ class BootstrapTargetWithGradient(Rule):
     )
 
     def on_call(self, ctx: FileContext, call: CallInfo) -> None:
-        if call.op != "loss" and call.form == "function":
+        if call.form == "method" or (call.op != "loss" and call.form == "function"):
             return
         arguments = regression_arguments(ctx, call)
         if arguments is None:
