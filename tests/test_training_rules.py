@@ -41,6 +41,20 @@ _UPDATER = """
 """
 
 
+_CLASSIFIER = """
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+        class Classifier(nn.Module):
+            def __init__(self, encoder, dim, classes):
+                super().__init__()
+                self.encoder = encoder
+                self.head = nn.Linear(dim, classes)
+            def forward(self, x):
+                return self.head(self.encoder(x))
+"""
+
+
 CASES = {
     # TL201
     ".data write to an activation in forward": ("""
@@ -1808,18 +1822,7 @@ CASES = {
                 self.opt.add_param_group({"params": list(self.model.backbone.parameters())})
         """, set()),
     # TL310
-    "a new head the optimizer is not given: a comprehension over the encoder only, and parameter groups": ("""
-        import torch
-        import torch.nn as nn
-        import torch.nn.functional as F
-        class Classifier(nn.Module):
-            def __init__(self, encoder, dim, classes):
-                super().__init__()
-                self.encoder = encoder
-                self.head = nn.Linear(dim, classes)
-            def forward(self, x):
-                return self.head(self.encoder(x))
-        def finetune(encoder, loader, lr):
+    "a new head the optimizer is not given: a comprehension over the encoder only, and parameter groups": (_CLASSIFIER + """        def finetune(encoder, loader, lr):
             model = Classifier(encoder, 64, 10)
             trainable = [p for p in model.encoder.parameters() if p.requires_grad]
             optimizer = torch.optim.AdamW(trainable, lr=lr)
@@ -1829,18 +1832,7 @@ CASES = {
                 loss.backward()
                 optimizer.step()
         """, {("TL310", 14)}),
-    "clean: the whole model, the head in a group, a frozen head, or weights loaded": ("""
-        import torch
-        import torch.nn as nn
-        import torch.nn.functional as F
-        class Classifier(nn.Module):
-            def __init__(self, encoder, dim, classes):
-                super().__init__()
-                self.encoder = encoder
-                self.head = nn.Linear(dim, classes)
-            def forward(self, x):
-                return self.head(self.encoder(x))
-        def finetune(encoder, loader, lr):
+    "clean: the whole model, the head in a group, a frozen head, or weights loaded": (_CLASSIFIER + """        def finetune(encoder, loader, lr):
             model = Classifier(encoder, 64, 10)
             optimizer = torch.optim.AdamW([{"params": model.encoder.parameters(), "lr": lr / 10},
                                            {"params": model.head.parameters()}], lr=lr)
@@ -1850,18 +1842,7 @@ CASES = {
                 loss.backward()
                 optimizer.step()
         """, set()),
-    "clean: the head frozen on purpose, and a pretrained model's weights loaded (a linear probe the other way)": ("""
-        import torch
-        import torch.nn as nn
-        import torch.nn.functional as F
-        class Classifier(nn.Module):
-            def __init__(self, encoder, dim, classes):
-                super().__init__()
-                self.encoder = encoder
-                self.head = nn.Linear(dim, classes)
-            def forward(self, x):
-                return self.head(self.encoder(x))
-        def finetune(encoder, loader, lr):
+    "clean: the head frozen on purpose, and a pretrained model's weights loaded (a linear probe the other way)": (_CLASSIFIER + """        def finetune(encoder, loader, lr):
             model = Classifier(encoder, 64, 10)
             model.head.requires_grad_(False)
             optimizer = torch.optim.AdamW(model.encoder.parameters(), lr=lr)
