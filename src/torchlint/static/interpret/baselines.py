@@ -8,7 +8,7 @@ log-probabilities, and the critic's estimate drifts away from the return it is t
 
 Found in one function (or the module's own code) from how the program uses the values, not from names:
 `a - b` multiplies another model output, while a regression loss (mse, l1, smooth-l1, huber, or a
-squared difference) trains `b` towards `a`, `b` being assigned from a model's output (a call of a
+squared difference in a function that calls backward) trains `b` towards `a`, `b` being assigned from a model's output (a call of a
 layer or an `nn.Module`, outside `no_grad`) and used without `.detach()` in the product.
 """
 
@@ -39,16 +39,18 @@ _SQUARED = re.compile(r"\)\s*\*\*\s*2\b")
 def baselines_with_gradient(ctx: FileContext) -> list[BaselineWithGradient]:
     if "backward" not in ctx.source:
         return []
-    squared = _SQUARED.search(ctx.source) is not None
     regressing = {call.scope.function for call in ctx.calls.values()
                   if (call.op == "loss" or call.form != "function") and _regressed(ctx, call.node)}
-    if not squared and not regressing:
+    if _SQUARED.search(ctx.source) is not None:  # `(ret - value) ** 2`: in a function that backpropagates
+        regressing |= {call.scope.function for call in ctx.calls.values()
+                       if call.form == "method" and call.name == "backward"}
+    if not regressing:
         return []  # nothing trains a value towards a target: no baseline
     found: list[BaselineWithGradient] = []
     top = [s for s in ctx.module.body if not isinstance(s, (cst.FunctionDef, cst.ClassDef))]
     scopes = [(f.name.value, [f.body]) for f in statements_of(ctx.module, (cst.FunctionDef,))] + [(None, top)]
     for name, scope in scopes:
-        if squared or name in regressing:
+        if name in regressing:
             found.extend(_in_scope(ctx, scope))
     return found
 

@@ -47,10 +47,13 @@ def regression_arguments(ctx: FileContext, call: CallInfo) -> tuple | None:
 def bootstrap_target(ctx: FileContext, prediction, target) -> BootstrapTarget | None:
     if prediction is None or target is None:
         return None
+    terms = _discounted_terms(_definition(ctx, target))
+    if not terms:
+        return None  # not `r + gamma * ...`: no bootstrap
     predicted = {ctx.code(node.func, 80): node for node in _network_calls(ctx, prediction)}
     if not predicted:
         return None
-    for term in _discounted_terms(_definition(ctx, target)):
+    for term in terms:
         if ctx.value(term).tracked is False:
             continue  # detached, or made under no_grad
         for node in _network_calls(ctx, term):

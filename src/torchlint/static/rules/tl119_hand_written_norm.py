@@ -9,7 +9,6 @@ from torchlint.static.facts.values import DEGENERATE
 from torchlint.static.interpret.context import CallInfo, FileContext
 from torchlint.static.interpret.scopes import Scope
 from torchlint.static.rules.base import Rule
-from torchlint.static.traverse import nodes_of
 
 
 def hand_written_distance(value) -> bool:
@@ -25,19 +24,22 @@ def input_feature(ctx: FileContext, node) -> bool:
     return id(node) in ctx.features
 
 
-def only_compared(ctx: FileContext, values) -> set[int]:
-    """Ids of those values whose every later use in the file is an operand of a comparison
-    (`(d < r) & (d > r0)`): a mask of the distance, which nothing differentiates."""
-    wanted = {id(value): value for value in values}
+def only_compared(ctx: FileContext, nodes) -> set[int]:
+    """Ids of the values of those nodes whose every other use in the file is an operand of a
+    comparison (`(d < r) & (d > r0)`): a mask of the distance, which nothing differentiates. Read from
+    the walker's values: a comparison's value names its node, and a name's use has its value."""
+    wanted = {id(ctx.value(node)) for node in nodes}
+    made = {id(node) for node in nodes}
     compared: set[int] = set()
-    for comparison in nodes_of(ctx.module, (cst.Comparison,)):
-        compared.add(id(comparison.left))
-        compared.update(id(target.comparator) for target in comparison.comparisons)
+    for value in ctx.values.values():
+        node = value.node
+        if isinstance(node, cst.Comparison):
+            compared.add(id(node.left))
+            compared.update(id(target.comparator) for target in node.comparisons)
     uses: dict[int, bool] = {}
-    for name in nodes_of(ctx.module, (cst.Name,)):
-        value = ctx.values.get(id(name))
-        if value is not None and id(value) in wanted:
-            uses[id(value)] = uses.get(id(value), True) and id(name) in compared
+    for node_id, value in ctx.values.items():
+        if id(value) in wanted and node_id not in made:
+            uses[id(value)] = uses.get(id(value), True) and node_id in compared
     return {key for key, all_compared in uses.items() if all_compared}
 
 
@@ -72,7 +74,7 @@ class HandWrittenNorm(Rule):
         deferred = [node for node in ctx.memo.get(self.info.code, ())
                     if id(node) not in read_out and not input_feature(ctx, node)]
         if deferred:
-            compared = only_compared(ctx, [ctx.value(node) for node in deferred])
+            compared = only_compared(ctx, deferred)
             for node in deferred:
                 if id(ctx.value(node)) not in compared:
                     self._report(ctx, node)
