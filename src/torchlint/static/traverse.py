@@ -156,3 +156,34 @@ def statements_of(module: cst.Module, types: tuple[type, ...]) -> list[cst.CSTNo
         if isinstance(node, cst.BaseCompoundStatement):
             stack.extend(reversed(inner_statements(node)))
     return found
+
+
+def simple_statements(statements: list, skip: tuple[type, ...] = (cst.FunctionDef, cst.ClassDef)) -> list:
+    """The small statements (`x = ...`, `f()`) of ``statements`` and of the blocks nested in them, in
+    source order; compound statements of the ``skip`` types are not entered."""
+    found: list = []
+    stack = list(reversed(statements))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, skip):
+            continue
+        if isinstance(node, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+            found.extend(node.body)
+        elif isinstance(node, cst.BaseCompoundStatement):
+            stack.extend(reversed(inner_statements(node)))
+    return found
+
+
+def code_scopes(module: cst.Module) -> list[tuple[str | None, list]]:
+    """(name, roots) of each function's code (its body), then of the module's own statements (None)."""
+    top = [s for s in module.body if not isinstance(s, (cst.FunctionDef, cst.ClassDef))]
+    return [(f.name.value, [f.body]) for f in statements_of(module, (cst.FunctionDef,))] + [(None, top)]
+
+
+def target_names(target: cst.BaseExpression) -> list[cst.Name]:
+    """The names an assignment target binds: `x`, or each name of `a, (b, c)`."""
+    if isinstance(target, cst.Name):
+        return [target]
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [name for element in target.elements for name in target_names(element.value)]
+    return []

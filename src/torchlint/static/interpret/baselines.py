@@ -20,10 +20,10 @@ from dataclasses import dataclass
 import libcst as cst
 
 from torchlint.static.interpret.bootstrap import REGRESSION_FUNCTIONS, REGRESSION_MODULES
-from torchlint.static.interpret.carried_state import is_model_call, with_history
 from torchlint.static.interpret.context import FileContext
-from torchlint.static.interpret.frames import dotted
-from torchlint.static.traverse import nodes_of, statements_of
+from torchlint.static.interpret.frames import dotted_code
+from torchlint.static.interpret.model_calls import is_model_call, with_history
+from torchlint.static.traverse import code_scopes, nodes_of, target_names
 
 
 @dataclass
@@ -47,9 +47,7 @@ def baselines_with_gradient(ctx: FileContext) -> list[BaselineWithGradient]:
     if not regressing:
         return []  # nothing trains a value towards a target: no baseline
     found: list[BaselineWithGradient] = []
-    top = [s for s in ctx.module.body if not isinstance(s, (cst.FunctionDef, cst.ClassDef))]
-    scopes = [(f.name.value, [f.body]) for f in statements_of(ctx.module, (cst.FunctionDef,))] + [(None, top)]
-    for name, scope in scopes:
+    for name, scope in code_scopes(ctx.module):
         if name in regressing:
             found.extend(_in_scope(ctx, scope))
     return found
@@ -64,7 +62,7 @@ def _in_scope(ctx: FileContext, scope: list) -> list[BaselineWithGradient]:
             if isinstance(node, cst.Assign):
                 if isinstance(node.value, cst.Call) and is_model_call(ctx, node.value) and \
                         with_history(ctx, node.value):
-                    model_outputs.update(n.value for t in node.targets for n in _names(t.target))
+                    model_outputs.update(n.value for t in node.targets for n in target_names(t.target))
             elif isinstance(node, cst.Call):
                 pair = _regressed(ctx, node)
                 if pair is not None:
@@ -98,14 +96,14 @@ def _regressed(ctx: FileContext, call: cst.Call) -> frozenset | None:
     args = [a.value for a in call.args if a.keyword is None]
     if not regression or len(args) < 2:
         return None
-    codes = [_code(a) for a in args[:2]]
+    codes = [dotted_code(a) for a in args[:2]]
     return frozenset(codes) if all(codes) and codes[0] != codes[1] else None
 
 
 def _difference(node) -> tuple[str, str] | None:
     """`(a - b)` of two names or attributes: (a, b)."""
     if isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Subtract):
-        left, right = _code(node.left), _code(node.right)
+        left, right = dotted_code(node.left), dotted_code(node.right)
         if left and right and left != right:
             return left, right
     return None
@@ -114,19 +112,6 @@ def _difference(node) -> tuple[str, str] | None:
 def _model_value(node, model_outputs: set[str]) -> bool:
     """The other factor comes from a model: a model output's name, or an expression of one."""
     return any(n.value in model_outputs for n in ([node] if isinstance(node, cst.Name) else nodes_of(node, (cst.Name,))))
-
-
-def _code(node) -> str | None:
-    code = dotted(node) if isinstance(node, (cst.Name, cst.Attribute)) else ""
-    return code if code and not code.startswith(".") else None
-
-
-def _names(target) -> list[cst.Name]:
-    if isinstance(target, cst.Name):
-        return [target]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [n for element in target.elements for n in _names(element.value)]
-    return []
 
 
 def _is_two(node) -> bool:

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 import libcst as cst
 
 from torchlint.static.interpret.context import FileContext
-from torchlint.static.traverse import inner_statements, nodes_of
+from torchlint.static.interpret.model_calls import is_model_call, with_history
+from torchlint.static.traverse import nodes_of, simple_statements, target_names
 
 
 @dataclass
@@ -69,60 +70,21 @@ def _in_loop(ctx: FileContext, loop) -> list[CarriedState]:
 
 
 def _statements(loop) -> list:
-    """The loop body's simple statements in order, nested blocks included (not nested loops or functions)."""
-    found: list = []
-    stack = list(reversed(loop.body.body)) if isinstance(loop.body, cst.IndentedBlock) else [loop.body]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.For, cst.While)):
-            continue
-        if isinstance(node, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
-            found.extend(node.body)
-        elif isinstance(node, cst.BaseCompoundStatement):
-            stack.extend(reversed(inner_statements(node)))
-    return found
+    """The loop body's small statements in order, nested blocks included (not nested loops or functions)."""
+    body = loop.body.body if isinstance(loop.body, cst.IndentedBlock) else [loop.body]
+    return simple_statements(list(body), (cst.FunctionDef, cst.ClassDef, cst.For, cst.While))
 
 
 def _assignment(statement) -> tuple[list[str], cst.BaseExpression | None]:
     """Names an assignment binds (tuple targets unpacked) and its value; any other statement binds
     nothing we follow, except an augmented assignment (`h += x`), which counts as a write."""
     if isinstance(statement, cst.Assign):
-        names = [n.value for target in statement.targets for n in _target_names(target.target)]
+        names = [n.value for target in statement.targets for n in target_names(target.target)]
         return names, statement.value
     if isinstance(statement, (cst.AugAssign, cst.AnnAssign)) and isinstance(statement.target, cst.Name):
         return [statement.target.value], None
     return [], None
 
 
-def _target_names(target) -> list[cst.Name]:
-    if isinstance(target, cst.Name):
-        return [target]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [n for element in target.elements for n in _target_names(element.value)]
-    return []
-
-
 def _names_read(call: cst.Call) -> set[str]:
     return {n.value for arg in call.args for n in nodes_of(arg.value, (cst.Name,))}
-
-
-def with_history(ctx: FileContext, call: cst.Call) -> bool:
-    """A model's output with autograd history: known so, or (a tuple of outputs and state, whose history
-    the walker does not split) a torch layer's or an `nn.Module` subclass's call outside `no_grad`."""
-    tracked = ctx.value(call).tracked
-    if tracked is not None:
-        return tracked
-    info = ctx.call(call)
-    if info.scope.no_grad:
-        return False
-    callee = info.callee
-    if callee.kind == "module":
-        return True
-    bases = callee.cls.bases if callee.cls is not None else []
-    return any(base.rsplit(".", 1)[-1] == "Module" for base in bases)
-
-
-def is_model_call(ctx: FileContext, call: cst.Call) -> bool:
-    info = ctx.call(call)
-    return info is not None and info.form in ("local", "module") and info.callee.kind in ("instance", "module") \
-        and isinstance(call.func, (cst.Name, cst.Attribute))

@@ -20,7 +20,8 @@ import libcst as cst
 
 from torchlint.static.interpret.bootstrap import REGRESSION_FUNCTIONS, REGRESSION_MODULES
 from torchlint.static.interpret.context import FileContext
-from torchlint.static.traverse import nodes_of, statements_of
+from torchlint.static.interpret.model_calls import is_model_call
+from torchlint.static.traverse import code_scopes, nodes_of
 
 _FLATTENING = ("squeeze", "view", "reshape", "flatten", "ravel")
 _RESHAPING = frozenset({"squeeze", "unsqueeze", "view", "reshape", "flatten", "ravel", "expand", "expand_as",
@@ -47,7 +48,7 @@ def broadcast_comparisons(ctx: FileContext) -> list[tuple[Comparison, Comparison
     if not flattening:
         return []  # no output made one-dimensional anywhere: no evidence to compare with
     helpers = _subtracting_helpers(ctx.module)
-    scopes = _scopes(ctx.module)
+    scopes = code_scopes(ctx.module)
     # the evidence first, in the scopes that flatten something; the other comparisons only if found
     flat: dict[str, Comparison] = {}
     for name, scope in scopes:
@@ -62,12 +63,6 @@ def broadcast_comparisons(ctx: FileContext) -> list[tuple[Comparison, Comparison
         found.extend((c, flat[c.model]) for c in _comparisons(ctx, scope, helpers)
                      if not c.flattened and c.model in flat)
     return found
-
-
-def _scopes(module: cst.Module) -> list[tuple[str | None, list]]:
-    """(name, code) of each function (its body), and of the module's own statements (a script's loop)."""
-    top = [s for s in module.body if not isinstance(s, (cst.FunctionDef, cst.ClassDef))]
-    return [(f.name.value, [f.body]) for f in statements_of(module, (cst.FunctionDef,))] + [(None, top)]
 
 
 def _comparisons(ctx: FileContext, scope: list, helpers: set[str]) -> list[Comparison]:
@@ -216,8 +211,4 @@ def _is_none(node) -> bool:
 
 
 def _is_model(ctx: FileContext, call: cst.Call) -> bool:
-    info = ctx.call(call)
-    if info is None or info.form not in ("local", "module") or not isinstance(call.func, (cst.Name, cst.Attribute)):
-        return False
-    callee = info.callee
-    return callee.kind in ("instance", "module") and callee.qual not in REGRESSION_MODULES
+    return is_model_call(ctx, call) and ctx.call(call).callee.qual not in REGRESSION_MODULES

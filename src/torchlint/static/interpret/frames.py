@@ -120,3 +120,9 @@ def dotted(node: cst.BaseExpression) -> str:
         return f"{dotted(node.value)}.{node.attr.value}"
     return ""
 
+
+def dotted_code(node) -> str | None:
+    """`self.scaler` for a name or a chain of attributes of a name; None for anything else."""
+    code = dotted(node) if isinstance(node, (cst.Name, cst.Attribute)) else ""
+    return code if code and not code.startswith(".") else None
+

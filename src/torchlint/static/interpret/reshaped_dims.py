@@ -21,8 +21,8 @@ from dataclasses import dataclass
 import libcst as cst
 
 from torchlint.static.interpret.context import FileContext
-from torchlint.static.interpret.frames import dotted
-from torchlint.static.traverse import inner_statements, nodes_of, statements_of
+from torchlint.static.interpret.frames import dotted_code
+from torchlint.static.traverse import inner_statements, nodes_of, simple_statements, statements_of
 
 _RESHAPES = ("view", "reshape")
 # modules and methods whose output keeps the leading dims of their input (the last may change)
@@ -62,27 +62,12 @@ def moved_dims(ctx: FileContext) -> list[MovedDim]:
 def _in_function(ctx: FileContext, function: cst.FunctionDef) -> list[MovedDim]:
     shapes: dict[str, tuple[tuple[str | None, ...], cst.CSTNode, str]] = {}  # tensor -> (dim names, where, from)
     found: list[MovedDim] = []
-    for statement in _statements(function):
+    for statement in simple_statements(inner_statements(function)):
         for call in nodes_of(statement, (cst.Call,)):
             moved = _check(call, shapes)
             if moved is not None:
                 found.append(moved)
         _learn(ctx, statement, shapes)
-    return found
-
-
-def _statements(function: cst.FunctionDef) -> list:
-    """The function's simple statements in source order, nested blocks included, nested functions not."""
-    found: list = []
-    stack = list(reversed(inner_statements(function)))
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
-            continue
-        if isinstance(node, cst.SimpleStatementLine):
-            found.extend(node.body)
-        elif isinstance(node, cst.BaseCompoundStatement):
-            stack.extend(reversed(inner_statements(node)))
     return found
 
 
@@ -143,8 +128,8 @@ def _unpacked_from(value) -> str | None:
 
 def _code(node) -> str | None:
     """`x` or `self.x` (a name, or one attribute of a name); None for anything else."""
-    code = dotted(node)
-    return code if code and not code.startswith(".") and code.count(".") <= 1 else None
+    code = dotted_code(node)
+    return code if code is not None and code.count(".") <= 1 else None
 
 
 def _keeps_leading(ctx: FileContext, value, shapes):

@@ -13,6 +13,7 @@ import libcst as cst
 from torchlint.static.interpret.context import CallInfo, FileContext
 from torchlint.static.interpret.frames import params_of
 from torchlint.static.interpret.scopes import Body, Mark
+from torchlint.static.traverse import target_names
 
 KEEPING_METHODS = frozenset({"append", "extend", "add", "insert"})
 
@@ -89,8 +90,4 @@ def _on_self(node: cst.BaseExpression) -> bool:
 
 
 def _names(target: cst.BaseExpression) -> list[str]:
-    if isinstance(target, cst.Name):
-        return [target.value]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [name for element in target.elements for name in _names(element.value)]
-    return []
+    return [name.value for name in target_names(target)]

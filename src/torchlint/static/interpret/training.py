@@ -16,7 +16,7 @@ from itertools import product
 import libcst as cst
 
 from torchlint.static.interpret.context import CallInfo, FileContext
-from torchlint.static.interpret.frames import dotted
+from torchlint.static.interpret.frames import dotted_code
 from torchlint.static.interpret.scopes import Body, Mark
 
 BACKWARD, STEP, ZERO_GRAD, CLIP, UNSCALE, GRAD = "backward", "step", "zero_grad", "clip", "unscale", "grad"
@@ -190,18 +190,12 @@ def _call_renames(call, callee: Body, outer: dict[str, str] | None) -> dict[str,
     passed.update(call.kwargs)
     renames = {}
     for name, argument in passed.items():
-        code = _dotted_code(argument)
+        code = dotted_code(argument)
         if code is not None and code != name:
             renames[name] = (outer or {}).get(code, code)
         elif code == name and outer and name in outer:
             renames[name] = outer[name]  # passed on under the same name: what the outer call passed
     return renames or None
-
-
-def _dotted_code(node) -> str | None:
-    """`self.scaler` for a name or an attribute chain of names; None for anything else."""
-    code = dotted(node)
-    return code if code and not code.startswith(".") else None
 
 
 def _closure_actions(ctx: FileContext, step: CallInfo) -> list[Action]:

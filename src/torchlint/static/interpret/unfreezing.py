@@ -37,7 +37,7 @@ def late_unfreezes(module: cst.Module, source: str, qualify) -> list[LateUnfreez
     constructions, unfreezes = [], []  # (enclosing function, node, position in source order)
     for function, node, position in _calls_and_assignments(module):
         if isinstance(node, cst.Call):
-            if _is_optimizer(node, qualify):
+            if is_optimizer_construction(node, qualify):
                 constructions.append((function, node, position))
             elif _add_param_group(node):
                 return []
@@ -73,7 +73,8 @@ def _calls_and_assignments(module: cst.Module):
         stack.extend((child, inner) for child in reversed(children(node)))
 
 
-def _is_optimizer(call: cst.Call, qualify) -> bool:
+def is_optimizer_construction(call: cst.Call, qualify) -> bool:
+    """`torch.optim.AdamW(...)` (and the optimizers of transformers, bitsandbytes, apex), not a scheduler."""
     if not isinstance(call.func, (cst.Name, cst.Attribute)):
         return False
     qual = qualify(call.func) or ""

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 import libcst as cst
 
 from torchlint.static.interpret.context import FileContext
-from torchlint.static.interpret.frames import dotted
+from torchlint.static.interpret.frames import dotted_code
+from torchlint.static.interpret.unfreezing import is_optimizer_construction
 from torchlint.static.traverse import nodes_of
 
 # layers with weights a training run must learn (a norm layer's affine starts as the identity)
@@ -48,7 +49,7 @@ def unoptimized_layers(ctx: FileContext) -> list[UnoptimizedLayer]:
     source = ctx.source
     if ".parameters()" not in source or "optim" not in source or _LOADS.search(source):
         return []
-    optimizers = [call for call in ctx.calls.values() if _is_optimizer(call.qual)]
+    optimizers = [call for call in ctx.calls.values() if is_optimizer_construction(call.node, ctx.qualify)]
     if not optimizers:
         return []
     given: dict[str, set[str]] = {}  # model code -> sub-module attributes the optimizers take
@@ -59,10 +60,10 @@ def unoptimized_layers(ctx: FileContext) -> list[UnoptimizedLayer]:
         if not sources:
             return []  # a parameter list read from something else: unknown
         for node in sources:
-            code = dotted(node)
-            root, _, rest = code.partition(".")
-            if not root or code.startswith("."):
+            code = dotted_code(node)
+            if code is None:
                 return []
+            root, _, rest = code.partition(".")
             if not rest:
                 given.setdefault(root, set()).add("")  # the whole model
                 continue
@@ -89,13 +90,6 @@ def unoptimized_layers(ctx: FileContext) -> list[UnoptimizedLayer]:
                 continue
             found.append(UnoptimizedLayer(*takers[model], model, name, attr.node, cls.name))
     return found
-
-
-def _is_optimizer(qual: str | None) -> bool:
-    if not qual or not qual.startswith("torch.optim."):
-        return False
-    last = qual.rsplit(".", 1)[-1]
-    return last[:1].isupper() and ".lr_scheduler." not in qual and last not in ("Optimizer",)
 
 
 def _sources(ctx: FileContext, node, depth: int) -> list | None:
