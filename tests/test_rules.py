@@ -549,6 +549,15 @@ CASES = {
             per_class = (frame.mean(1) * hits).sum() / hits.sum()
             return overall, per_class
         """, {("TL106", 7)}),
+    "the tokens up to the first end-of-sequence mark are never none; tokens after it can be": ("""
+        import torch
+        def masked_nll(nll, target, eos):
+            upto = torch.cumsum((target == eos).long(), dim=1) <= 1
+            after = torch.cumsum((target == eos).long(), dim=1) > 1
+            kept = (nll * upto.float()).sum() / upto.sum()
+            dropped = (nll * after.float()).sum() / after.sum()
+            return kept, dropped
+        """, {("TL106", 7)}),
     "clean: a bincount indexed by the values it counted is at least 1": ("""
         import numpy as np
         import torch
@@ -1533,6 +1542,7 @@ def test_rule_case(name):
 
 
 def test_every_rule_has_failing_and_passing_cases():
+    from test_broadcast_rule import CASES as MISALIGNED_CASES
     from test_rules_real_bug_shapes import CASES as SHAPE_CASES
     from test_shape_rules import CASES as BROADCAST_CASES
     from test_shape_rules import RESHAPES
@@ -1541,7 +1551,7 @@ def test_every_rule_has_failing_and_passing_cases():
     from torchlint.static.rules import STATIC_RULES
 
     cases = [*CASES.values(), *TRAINING_CASES.values(), *SHAPE_CASES.values(), *BROADCAST_CASES.values(),
-             *RESHAPES.values()]
+             *RESHAPES.values(), *MISALIGNED_CASES.values()]
     failing = {code for _, expected, *_ in cases for code, _ in expected}
     assert {rule.info.code for rule in STATIC_RULES} <= failing
     assert any(not expected for _, expected, *_ in CASES.values())

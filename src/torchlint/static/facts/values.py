@@ -66,12 +66,20 @@ class Value:
     origin: str = ""  # the project file whose syntax tree `node` belongs to, when not the checked file
     half_params: bool = False  # a model some of whose parameters were converted to float16 (`.data = .half()`)
     alts: tuple[tuple[Any, Value], ...] = ()  # (class, result) per model class a call may run (see `either`)
+    shape: tuple | None = None  # the tensor's dims, when known (see `shapes`)
+    dim: Any = None  # for a size (`x.size(0)`, `len(x)`), the dim it is: a symbol or an int
 
     def __post_init__(self) -> None:
         if self.zero and not self.lo <= 0 <= self.hi:
             object.__setattr__(self, "zero", NONE)
 
     def but(self, **changes: Any) -> Value:
+        """A copy with changes; a shape or size survives only when given again (most changes are
+        made by ops that change them)."""
+        if self.shape is not None and "shape" not in changes:
+            changes["shape"] = None
+        if self.dim is not None and "dim" not in changes:
+            changes["dim"] = None
         return replace(self, **changes)
 
     @property
@@ -141,6 +149,8 @@ def join(a: Value, b: Value) -> Value:
         tracked=a.tracked if a.tracked == b.tracked else None,
         eps=min(a.eps, b.eps) if a.eps is not None and b.eps is not None else None,
         squared_distance=a.squared_distance and b.squared_distance,
+        shape=a.shape if a.shape == b.shape else None,
+        dim=a.dim if a.dim == b.dim else None,
     )
 
 

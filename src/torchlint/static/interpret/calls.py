@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 import libcst as cst
 
@@ -19,7 +20,7 @@ from torchlint.static.facts.values import (
     join,
     tracked_of,
 )
-from torchlint.static.interpret import guards
+from torchlint.static.interpret import guards, shape_params, shaping
 from torchlint.static.interpret.context import CallInfo, FileContext
 from torchlint.static.interpret.frames import module_qual, params_of, positional_names
 from torchlint.static.interpret.scopes import Body
@@ -75,6 +76,7 @@ class Calls:
         values = []
         keywords: dict[str, Value] = {}
         star = False
+        unpacked: list[Value] = []
         for arg in node.args:
             value = self.expr(arg.value)
             if arg.keyword is not None:
@@ -83,11 +85,15 @@ class Calls:
             elif not arg.star:
                 info.args.append(arg.value)
                 values.append(value)
+            elif arg.star == "*" and value.kind == "list" and value.items and not star and not unpacked:
+                unpacked = list(value.items)  # `f(*make())`: the items of a known tuple, in order
             else:
                 star = True
         if info.form == "local" and ctx.call_sites is not None:
-            ctx.call_sites.record(info.callee, isinstance(func, cst.Attribute), values, keywords, star,
-                                  self.scope.no_grad, self.fp16 > 0)
+            last_star = unpacked and node.args[-1].star == "*" and not keywords
+            ctx.call_sites.record(info.callee, isinstance(func, cst.Attribute),
+                                  values + unpacked if last_star else values, keywords,
+                                  star or (bool(unpacked) and not last_star), self.scope.no_grad, self.fp16 > 0)
 
         if info.qual in ops.FEATURE_CALLS or _is_layer(info.callee):
             _mark_features(ctx, values)
@@ -100,6 +106,16 @@ class Calls:
             if info.op is not None:
                 info.form = "module"
         result = self._call_result(info, receiver_value, values)
+        if info.form in ("method", "function"):
+            result = shaping.shaped(ctx, info, receiver_value, values, result)
+        elif info.form == "local" and result.shape is not None and not result.kind:
+            function = shape_params.called_function(info.callee)
+            shape = shape_params.specialised(result.shape, function, values, keywords,
+                                        isinstance(func, cst.Attribute) or info.callee.kind == "instance") \
+                if function is not None else None
+            result = result if shape == result.shape else replace(result, shape=shape)
+        if len(values) >= 2 and shaping.is_elementwise_loss(info):
+            shaping.elementwise(ctx, node, values[0], values[1])
         if result.kind == "instance" and info.callee.kind == "class" and result.rng is None:
             held = held_rng([*values, *keywords.values()])
             if held is not None:  # `RandomFlip(np.random.RandomState(seed))`: it draws from that generator
@@ -205,6 +221,8 @@ class Calls:
             if isinstance(node.func, cst.Name) and node.func.value == "open" and callee is NOTHING:
                 return Value(kind="file", node=node)  # `with open(path, "wb") as f`: f writes to path
             if isinstance(node.func, cst.Name) and node.func.value in ops.PYTHON_NUMBERS:
+                if node.func.value == "len" and values and values[0].shape and not values[0].kind:
+                    return Value(tracked=False, node=node, dim=values[0].shape[0])  # the size of its first dim
                 return Value(tracked=False, node=node)  # float(loss), int(...), len(...): plain Python numbers
             return NOTHING
         if form == "method":
@@ -315,6 +333,13 @@ class Calls:
         return NOTHING
 
     def _module_result(self, module: Value, argument: Value, node) -> Value:
+        result = self._module_value(module, argument, node)
+        if result.kind or ops.MODULE_OPS.get(module.qual or "") == "sequential":
+            return result  # a sequence's shape is its last layer's
+        shape = shaping.module_shape(module, argument)
+        return result if shape == result.shape else replace(result, shape=shape)
+
+    def _module_value(self, module: Value, argument: Value, node) -> Value:
         op = ops.MODULE_OPS.get(module.qual or "")
         if op == "sequential":
             result = argument
@@ -451,7 +476,7 @@ def _instance_result(callee: Value, node) -> Value:
     """What calling an instance of a project class returns (its forward / __call__)."""
     result = callee.cls.call_result()
     if not result.kind and result.tracked is None and callee.cls.is_module:
-        result = result.but(tracked=True, node=result.node or node)  # a module's output
+        result = result.but(tracked=True, node=result.node or node, shape=result.shape)  # a module's output
     return semantics.to_half(result) if callee.half and not result.kind else result
 
 

@@ -11,12 +11,14 @@ the file is walked again with the facts bound; a second round follows chains one
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import libcst as cst
 
 from torchlint.static.facts.values import NOTHING, Value, join
 from torchlint.static.importers import resolved
+from torchlint.static.interpret import batches, shape_params
 from torchlint.static.interpret.frames import float_default, params_of, positional_names
 from torchlint.static.interpret.scopes import Body
 
@@ -77,6 +79,7 @@ class CallSites:
             named = {p.name.value for p in params_of(params)}
             defaults = {p.name.value: d for p in params_of(params) if (d := float_default(p)) is not None}
             joined: dict[str, Value] = {}
+            shapes_passed: dict[str, list] = {}
             differentiated: set[str] = set()
             for index, (bound, args, kwargs, star, *_modes) in enumerate(calls):
                 names = positional[1:] if bound else positional
@@ -87,8 +90,13 @@ class CallSites:
                 for name in named:
                     value = passed.get(name, NOTHING if star else defaults.get(name, NOTHING))
                     joined[name] = value if index == 0 else join(joined[name], value)
+                    shapes_passed.setdefault(name, []).append(value.shape if not value.kind else None)
                     if value.tracked and not value.kind:
                         differentiated.add(name)
+            for name, passed_shapes in shapes_passed.items():
+                generic = shape_params.generic_shape(f"{node.name.value}.{name}", passed_shapes)
+                if generic is not None and joined[name].shape is None and not joined[name].kind:
+                    joined[name] = replace(joined[name], shape=generic)
             for name in differentiated:
                 # one call that passes a tensor with history is enough: the body is differentiated there
                 if joined[name].tracked is None and not joined[name].kind:
@@ -146,11 +154,15 @@ def informative(value: Value) -> bool:
         return True  # one of several project model classes
     if value.kind == "list":
         return any(informative(item) for item in value.items)  # `f((xy, sigma))`: a tuple of tensors
+    if value.kind in ("dataloader", "dataset"):
+        return bool(value.items)  # what its batches hold
     if value.kind:
         return value.kind in ("instance", "class", "function", "module") and (
             value.cls is not None or value.qual is not None or value.returns is not None)
     if value.op == "const" or value.op is None:
-        return value.tracked is True or value.prob or value.half  # plain numbers: not worth a re-walk
+        # plain numbers: not worth a re-walk; a tensor of known rank is (a dataset built from arrays
+        # of literal sizes gives batches with the loader's dim)
+        return value.tracked is True or value.prob or value.half or bool(value.shape)
     return True
 
 
@@ -162,8 +174,20 @@ def signature(facts: dict[int, dict[str, Value]], grad_off: frozenset[int] = fro
     and an identity here would make every file whose calls pass an instance walk the maximum."""
     return sorted(grad_off), sorted(fp16), sorted(
         (key, name, v.kind, v.op, v.prob, v.zero, v.tracked, v.lo, v.hi, v.qual, _class_key(v.cls), v.desc,
-         v.rng is not None, tuple((i.op, i.tracked, i.prob, i.zero) for i in v.items) if v.kind == "list" else ())
+         v.rng is not None, v.shape, _shape_key(v),
+         tuple((i.op, i.tracked, i.prob, i.zero, i.shape) for i in v.items) if v.kind == "list" else ())
         for key, params in facts.items() for name, v in params.items())
+
+
+def _shape_key(value: Value) -> tuple | None:
+    """The shapes a DataLoader's samples have, or a model's forward returns: known only after the
+    walk of its dataset or forward with facts, so a change asks for another walk."""
+    if value.kind == "instance" and value.cls is not None:
+        return value.cls.call_result().shape
+    if value.kind != "dataloader" or not value.items:
+        return None
+    sample = batches.sample_of(value.items[0])
+    return tuple(item.shape for item in sample.items) if sample.kind == "list" else (sample.shape,)
 
 
 def _class_key(info) -> tuple | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import libcst as cst
 
 from torchlint.static.facts.values import NOTHING, Value, join
+from torchlint.static.interpret import batches
 from torchlint.static.interpret.frames import (
     ClassInfo,
     Frame,
@@ -167,6 +168,9 @@ class Definitions:
             self.block([s for s in body if not isinstance(s, cst.FunctionDef)])
             for function in functions:
                 info.methods[function.name.value] = self._function(function, instance)
+            if self.ctx.call_sites is not None:
+                for step, batch in batches.trainer_batches(info):
+                    self.ctx.call_sites.record(step, True, [batch, NOTHING], {}, False)
         finally:
             self.ctx.classes.pop()
             self.frame = outer

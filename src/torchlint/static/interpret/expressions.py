@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import libcst as cst
 
 from torchlint.static.facts import ops
 from torchlint.static.facts.arith import negate
 from torchlint.static.facts.semantics import LENGTH_MASK
 from torchlint.static.facts.values import NOTHING, ROUTINE, Value, constant, held_rng, join
-from torchlint.static.interpret import guards
+from torchlint.static.interpret import guards, shaping
 from torchlint.static.interpret.frames import Frame, params_of
 
 HALF_DTYPE = Value(kind="dtype", qual="torch.float16", half=True, tracked=False, desc="torch.float16")
@@ -52,22 +54,43 @@ class Expressions:
             found = owner.cls.attrs.get(attr)
             if found is not None and (found.kind is not None or found.half):
                 return found  # numeric state (self.count = 0; self.count += 1) is not tracked; a dtype is
+            if found is not None and found.shape is not None:
+                return Value(shape=found.shape, node=node)  # a tensor it keeps: only its shape is known
+        if attr == "shape" and owner.shape is not None and not owner.kind:
+            return shaping.dims_list(owner.shape, node)
         frozen = owner.kind is not None and owner.tracked is False  # `.requires_grad_(False)`
         if attr == "weight" and owner.kind == "module" and ops.MODULE_OPS.get(owner.qual or "") == "linear":
             return Value(kind="param", qual="matrix", tracked=not frozen)  # its scale compounds per layer
         if attr in ("weight", "bias"):
             return Value(kind="param", tracked=not frozen)
         if attr == "data":
-            return owner.but(tracked=False) if owner is not NOTHING else owner
+            return owner.but(tracked=False, shape=owner.shape) if owner is not NOTHING else owner
         if attr == "grad" and owner.kind == "param":
             return Value(kind="grad", tracked=False)
-        if attr in ("T", "mT", "real"):
+        if attr in ("T", "mT"):
+            flipped = owner.shape[::-1] if owner.shape is not None and len(owner.shape) <= 2 and attr == "T" else None
+            return owner if flipped == owner.shape else replace(owner, shape=flipped)
+        if attr == "real":
             return owner
         if attr == "values" and owner.op in _VALUES_AND_INDICES:
             return owner  # `x.max(dim=1).values`: the reduction's values
         return NOTHING
 
     def _subscript(self, node: cst.Subscript) -> Value:
+        result = self._subscript_value(node)
+        base = self.ctx.value(node.value)
+        if base.kind == "list" and result is NOTHING:
+            return shaping.list_item(node, base)  # `x.shape[0]`, `batch[1]`: what is known of its shape
+        if result.kind or base.kind == "dict":
+            return result
+        shape = shaping.subscript_shape(self.ctx, node, self.ctx.value(node.value))
+        if shape == result.shape:
+            return result
+        if result is NOTHING:
+            return result if shape is None else Value(shape=shape, node=node)
+        return replace(result, shape=shape)
+
+    def _subscript_value(self, node: cst.Subscript) -> Value:
         base = self.expr(node.value)
         selected = False
         for element in node.slice:
@@ -110,12 +133,16 @@ class Expressions:
         for target in node.comparisons:
             operands.append(self.expr(target.comparator))
         # `arange(t)[None] < lengths[:, None]`: positions against lengths, a padding mask
-        desc = LENGTH_MASK if any(v.op == "arange" for v in operands) else "a boolean mask"
+        desc = LENGTH_MASK if any(v.op == "arange" for v in operands) or _up_to_first(node, operands) \
+            else "a boolean mask"
         names = tuple(guards.checked_names(node))
         if all(isinstance(t.operator, (cst.Equal, cst.LessThan, cst.LessThanEqual)) for t in node.comparisons):
             names += tuple(f"{name}<=0" for name in names)  # true where the name is 0: `(d2 == 0)`, `d2 < eps`
+        shape = None
+        if len(operands) == 2 and not isinstance(node.comparisons[0].operator, (cst.In, cst.NotIn, cst.Is, cst.IsNot)):
+            shape = shaping.elementwise(self.ctx, node, operands[0], operands[1])  # `pred == y`: an accuracy
         return Value(op="mask", lo=0.0, hi=1.0, zero=ROUTINE, desc=desc, tracked=False, node=node,
-                     checks=names)
+                     checks=names, shape=shape)
 
     def _boolop(self, node: cst.BooleanOperation) -> Value:
         self.expr(node.left)
@@ -191,7 +218,8 @@ class Expressions:
     def _unary(self, node: cst.UnaryOperation) -> Value:
         inner = self.expr(node.expression)
         if isinstance(node.operator, cst.Minus):
-            return negate(inner, node)
+            negated = negate(inner, node)
+            return negated if negated.shape == inner.shape or negated.kind else replace(negated, shape=inner.shape)
         if isinstance(node.operator, cst.BitInvert) and inner.op == "mask":
             return inner.but(node=node, checks=(), desc="a boolean mask")  # `~pad`: the other positions, 0 elsewhere
         return NOTHING
@@ -202,7 +230,24 @@ class Expressions:
             self.ctx.scopes[id(node)] = self.scope  # what TL122 asks; other scope facts of binops are unused
         left = self.expr(node.left)
         right = self.expr(node.right)
-        return self._arith_value(type(node.operator).__name__, left, right, node.left, node.right, node)
+        result = self._arith_value(type(node.operator).__name__, left, right, node.left, node.right, node)
+        if result.kind:
+            return result
+        shape = shaping.binop_shape(self.ctx, node, left, right)
+        return result if shape == result.shape else replace(result, shape=shape)
+
+
+def _up_to_first(node: cst.Comparison, operands: list[Value]) -> bool:
+    """`cumsum(is_eos, dim) <= 1`: the positions up to the first marked one, so the first position
+    of every row is in the mask, as in a length mask."""
+    if len(node.comparisons) != 1 or not isinstance(node.left, cst.Call):
+        return False
+    func = node.left.func
+    name = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")
+    operator = node.comparisons[0].operator
+    bound = operands[1].const if operands[1].op == "const" else None
+    return name == "cumsum" and bound is not None and (
+        (isinstance(operator, cst.LessThanEqual) and bound >= 1) or (isinstance(operator, cst.LessThan) and bound > 1))
 
 
 def _either(body: Value, orelse: Value) -> Value:

@@ -70,7 +70,7 @@ def _comparisons(ctx: FileContext, scope: list, helpers: set[str]) -> list[Compa
     found = []
     for node in (n for root in scope for n in nodes_of(root, (cst.Call, cst.BinaryOperation))):
         pair = _compared(ctx, node, helpers)
-        if pair is None:
+        if pair is None or _shapes_known(ctx, pair):
             continue
         sides = [_side(ctx, side, assigned) for side in pair]
         outputs = [s for s in sides if s.model is not None]
@@ -82,6 +82,12 @@ def _comparisons(ctx: FileContext, scope: list, helpers: set[str]) -> list[Compa
         found.append(Comparison(node, ctx.code(outputs[0].model.func, 80), outputs[0].shape == FLAT,
                                 outputs[0].model))
     return found
+
+
+def _shapes_known(ctx: FileContext, pair) -> bool:
+    """Both sides' shapes follow from the data flow: TL605 judges them (what the code does elsewhere
+    is weaker evidence)."""
+    return all(ctx.value(side).shape is not None for side in pair)
 
 
 def _compared(ctx: FileContext, node, helpers: set[str]):

@@ -17,7 +17,7 @@ from dataclasses import replace
 import libcst as cst
 
 from torchlint.static.facts.values import DEGENERATE, NOTHING, Value, constant, join, literal_number
-from torchlint.static.interpret import guards
+from torchlint.static.interpret import batches, guards
 from torchlint.static.interpret.calls import Calls
 from torchlint.static.interpret.context import FileContext
 from torchlint.static.interpret.definitions import Definitions
@@ -342,6 +342,8 @@ class Walker(Definitions, Expressions, Calls):
         def header() -> Value:
             iterable = self.expr(node.iter)
             item = Value(kind="param", qual="matrix") if iterable.kind == "params" else NOTHING
+            if iterable.kind != "params":
+                item = batches.batch_of(self.ctx, node.iter, iterable)
             if iterable.kind == "params" and isinstance(node.target, cst.Tuple):
                 elements = node.target.elements
                 for element in elements[:-1]:

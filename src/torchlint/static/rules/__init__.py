@@ -36,6 +36,7 @@ from torchlint.static.rules.tl505_seed_after_init import SeedAfterInit
 from torchlint.static.rules.tl506_split_drawn_twice import SplitDrawnTwice
 from torchlint.static.rules.tl603_output_target_broadcast import OutputTargetBroadcast
 from torchlint.static.rules.tl604_reshape_moves_dim import ReshapeMovesDim
+from torchlint.static.rules.tl605_misaligned_broadcast import MisalignedBroadcast
 from torchlint.static.rules.tl701_unsafe_load import UnsafeLoad
 from torchlint.static.rules.tl702_load_needs_weights_only_false import LoadNeedsWeightsOnlyFalse
 from torchlint.static.rules.tl703_load_pickles_on_old_torch import LoadPicklesOnOldTorch
@@ -98,6 +99,7 @@ STATIC_RULES: tuple[Rule, ...] = (
     BaselineWithGradient(),
     OutputTargetBroadcast(),
     ReshapeMovesDim(),
+    MisalignedBroadcast(),
     MissingZeroGrad(),
     MissingGradClip(),
     MisorderedStep(),

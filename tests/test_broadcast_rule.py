@@ -1,0 +1,158 @@
+"""TL605 misaligned-broadcast: shapes followed through datasets, loaders, models and helpers."""
+
+import textwrap
+
+import pytest
+from conftest import codes_lines
+
+DATA = """
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+from torch.utils.data import DataLoader, Dataset, TensorDataset
+
+
+class Table(Dataset):
+    def __init__(self, features, targets):
+        self.x = torch.tensor(features, dtype=torch.float32)
+        self.y = torch.tensor(targets, dtype=torch.float32)
+
+    def __len__(self):
+        return len(self.y)
+
+    def __getitem__(self, idx):
+        return self.x[idx], self.y[idx]
+
+
+class Net(nn.Module):
+    def __init__(self, d_in):
+        super().__init__()
+        self.hidden = nn.Linear(d_in, 64)
+        self.act = nn.ReLU()
+        self.head = nn.Linear(64, 1)
+
+    def forward(self, x):
+        return self.head(self.act(self.hidden(x)))
+"""
+
+CASES = {
+    "a loader over a TensorDataset: the output against 1-D targets in a loss, a difference, an accuracy": ("""
+        X = torch.randn(1000, 8)
+        y = X.sum(dim=1)
+        loader = DataLoader(TensorDataset(X, y), batch_size=64, shuffle=True)
+        model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 1))
+        for xb, yb in loader:
+            pred = model(xb)
+            loss = F.mse_loss(pred, yb) + ((pred - yb) ** 2).mean()
+            acc = ((torch.sigmoid(pred) > 0.5).float() == yb).float().mean()
+        """, {("TL605", 7), ("TL605", 8)}),
+    "a Dataset class, a model class and a loss module, in functions called from main": ("""
+        def train(model, loader):
+            criterion = nn.MSELoss()
+            opt = torch.optim.Adam(model.parameters(), lr=1e-3)
+            for xb, yb in loader:
+                opt.zero_grad()
+                loss = criterion(model(xb), yb)
+                loss.backward()
+                opt.step()
+
+        def main():
+            rng = np.random.default_rng(0)
+            X = rng.normal(size=(512, 10)).astype(np.float32)
+            y = X.sum(axis=1)
+            train(Net(10), DataLoader(Table(X, y), batch_size=32, shuffle=True))
+        """, {("TL605", 6)}),
+    "sizes named in the code: a sum without keepdim, a per-row weight": ("""
+        def normalise(n, d):
+            x = torch.rand(n, d)
+            w = torch.rand(n)
+            return x / x.sum(dim=1), x * w
+        """, {("TL605", 4)}),
+    "dict samples, an embedding model, sizes read from a batch; a model called on two kinds of batch": ("""
+        class Seqs(Dataset):
+            def __init__(self, n, T):
+                self.tokens = torch.randint(0, 100, (n, T))
+                self.labels = torch.rand(n)
+            def __len__(self):
+                return len(self.labels)
+            def __getitem__(self, i):
+                return {"tokens": self.tokens[i], "label": self.labels[i]}
+
+        class Scorer(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.emb = nn.Embedding(100, 32)
+                self.out = nn.Linear(32, 1)
+            def forward(self, tokens):
+                return torch.sigmoid(self.out(self.emb(tokens).mean(dim=1)))
+
+        def run(loader, model, tokens, labels, n_eval):
+            for batch in loader:
+                p = model(batch["tokens"])
+                loss = F.binary_cross_entropy(p.squeeze(-1), batch["label"])
+                err = (p - batch["label"]).abs().mean()
+                w = torch.ones(batch["tokens"].shape[0])
+                z = (p.view(-1) * w).sum()
+            perm = torch.randperm(len(labels))
+            idx = perm[:n_eval]
+            held_out = (model(tokens[idx]) - labels[idx]).abs()
+
+        run(DataLoader(Seqs(256, 12), batch_size=16), Scorer(), torch.randint(0, 100, (64, 12)), torch.rand(64), 32)
+        """, {("TL605", 22), ("TL605", 27)}),
+    "a Lightning module: its training_step gets the batches of its own train_dataloader": ("""
+        class LitRegressor(nn.Module):
+            def __init__(self, n_features=8):
+                super().__init__()
+                self.net = nn.Sequential(nn.Linear(n_features, 32), nn.ReLU(), nn.Linear(32, 1))
+                self.x = torch.randn(1000, n_features)
+                self.y = self.x.sum(dim=1)
+            def forward(self, x):
+                return self.net(x)
+            def training_step(self, batch, batch_idx):
+                x, y = batch
+                return F.mse_loss(self(x), y)
+            def validation_step(self, batch, batch_idx):
+                x, y = batch
+                return F.mse_loss(self(x).squeeze(-1), y)
+            def train_dataloader(self):
+                return DataLoader(TensorDataset(self.x, self.y), batch_size=64, shuffle=True)
+            def val_dataloader(self):
+                return DataLoader(TensorDataset(self.x, self.y), batch_size=64)
+        """, {("TL605", 11)}),
+    "clean: flattened output, reshaped targets, targets with the output's shape": ("""
+        X = torch.randn(1000, 8)
+        y = X.sum(dim=1)
+        Y2 = torch.randn(1000, 1)
+        loader = DataLoader(TensorDataset(X, y), batch_size=64, shuffle=True)
+        loader2 = DataLoader(TensorDataset(X, Y2), batch_size=64)
+        model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 1))
+        for xb, yb in loader:
+            a = F.mse_loss(model(xb).squeeze(-1), yb)
+            b = F.mse_loss(model(xb), yb.unsqueeze(1))
+            c = F.mse_loss(model(xb).view(-1), yb) + F.mse_loss(model(xb), yb.view(-1, 1))
+            d = (model(xb)[:, 0] - yb).abs().mean()
+        for xb, yb in loader2:
+            e = F.mse_loss(model(xb), yb)
+        """, set()),
+    "clean: pairwise on purpose, keepdim, a column mean, a square matrix, unknown shapes": ("""
+        def stats(n, d, unknown):
+            x = torch.rand(n, d)
+            dist = x[:, None, :] - x[None, :, :]
+            rows = x / x.sum(dim=1, keepdim=True)
+            centred = x - x.mean(0)
+            gram = torch.rand(n, n)
+            v = torch.rand(n)
+            scaled = gram * v
+            other = unknown - x.sum(dim=1)
+            return dist, rows, centred, scaled, other
+        """, set()),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_misaligned_broadcast_case(name):
+    body, expected = CASES[name]
+    source = DATA + textwrap.dedent(body)
+    offset = DATA.count("\n") + 1  # the body starts on the line after the opening quotes
+    assert {(code, line - offset) for code, line in codes_lines(source)} == expected
