@@ -20,6 +20,13 @@ def codes_lines(source: str, **kwargs) -> set[tuple[str, int]]:
     return {(f.code, f.line) for f in findings_of(source, **kwargs)}
 
 
+def codes_lines_after(prefix: str, body: str) -> set[tuple[str, int]]:
+    """Findings of `prefix` followed by the dedented `body`, with lines counted in the body (its
+    first line is the one after the opening quotes)."""
+    offset = prefix.count("\n") + 1
+    return {(code, line - offset) for code, line in codes_lines(prefix + textwrap.dedent(body))}
+
+
 @pytest.fixture
 def project(tmp_path, monkeypatch):
     """An empty project directory as the working directory."""

@@ -1,9 +1,7 @@
 """TL605 misaligned-broadcast: shapes followed through datasets, loaders, models and helpers."""
 
-import textwrap
-
 import pytest
-from conftest import codes_lines
+from conftest import codes_lines_after
 
 DATA = """
 import numpy as np
@@ -153,6 +151,4 @@ CASES = {
 @pytest.mark.parametrize("name", list(CASES))
 def test_misaligned_broadcast_case(name):
     body, expected = CASES[name]
-    source = DATA + textwrap.dedent(body)
-    offset = DATA.count("\n") + 1  # the body starts on the line after the opening quotes
-    assert {(code, line - offset) for code, line in codes_lines(source)} == expected
+    assert codes_lines_after(DATA, body) == expected

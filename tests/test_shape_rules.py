@@ -4,7 +4,7 @@ TL604 (a view/reshape that moves a named dim)."""
 import textwrap
 
 import pytest
-from conftest import codes_lines
+from conftest import codes_lines, codes_lines_after
 
 MODEL = """
 import torch
@@ -86,9 +86,7 @@ CASES = {
 @pytest.mark.parametrize("name", list(CASES))
 def test_shape_rule_case(name):
     body, expected = CASES[name]
-    source = MODEL + textwrap.dedent(body)
-    offset = MODEL.count("\n") + 1  # the body starts on the line after the opening quotes
-    assert {(code, line - offset) for code, line in codes_lines(source)} == expected
+    assert codes_lines_after(MODEL, body) == expected
 
 
 RESHAPES = {
