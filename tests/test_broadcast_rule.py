@@ -133,6 +133,17 @@ CASES = {
         for xb, yb in loader2:
             e = F.mse_loss(model(xb), yb)
         """, set()),
+    "clean: one sample per batch (the default batch_size, batch_size=None), a squeezed batch of one": ("""
+        X = torch.randn(100, 8)
+        y = X.sum(dim=1)
+        model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 1))
+        for xb, yb in DataLoader(TensorDataset(X, y)):
+            a = (model(xb) - yb) ** 2
+        for xb, yb in DataLoader(TensorDataset(X, y), batch_size=None):
+            b = (model(xb) - yb) ** 2
+        for xb, yb in DataLoader(TensorDataset(X, y), batch_size=16):
+            c = model(xb.squeeze(0)).softmax(dim=0)
+        """, set()),
     "clean: pairwise on purpose, keepdim, a column mean, a square matrix, unknown shapes": ("""
         def stats(n, d, unknown):
             x = torch.rand(n, d)

@@ -15,6 +15,7 @@ Dim = Any  # int | str | None
 Shape = tuple
 NEW = "+1"  # a size-1 dim made for broadcasting
 BATCH = "B"  # the batch dim of a DataLoader's batches
+UNBATCHED = "-"  # a DataLoader with batch_size=None: its items are the samples
 
 
 def is_symbol(dim: Dim) -> bool:
@@ -94,7 +95,7 @@ def squeeze(shape: Shape | None, dim: int | None) -> Shape | None:
         return None
     if is_one(shape[axis]):
         return shape[:axis] + shape[axis + 1:]
-    return shape if shape[axis] is not None else None
+    return shape if isinstance(shape[axis], int) else None  # a symbol or unknown size may be 1
 
 
 def unsqueeze(shape: Shape | None, dim: int | None) -> Shape | None:

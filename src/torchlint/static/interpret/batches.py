@@ -22,27 +22,35 @@ def sample_of(dataset: Value) -> Value:
     return NOTHING
 
 
-def batched(sample: Value) -> Value:
+def batched(sample: Value, dim: shapes.Dim = shapes.BATCH) -> Value:
     """A DataLoader's batch of `sample`s (default collation): each tensor gains the batch dim."""
     if sample.kind == "list":
-        return Value(kind="list", items=tuple(batched(item) for item in sample.items))
+        return Value(kind="list", items=tuple(batched(item, dim) for item in sample.items))
     if sample.kind == "dict":
-        return Value(kind="dict", items=tuple(batched(item) for item in sample.items), keys=sample.keys)
+        return Value(kind="dict", items=tuple(batched(item, dim) for item in sample.items), keys=sample.keys)
     if sample.kind or sample.shape is None:
         return NOTHING
-    return Value(shape=(shapes.BATCH, *sample.shape))
+    return Value(shape=sample.shape if dim == shapes.UNBATCHED else (dim, *sample.shape))
+
+
+def loader_batch(loader: Value) -> Value:
+    """A batch of a DataLoader whose dataset is known (NOTHING otherwise)."""
+    if loader.kind != "dataloader" or not loader.items:
+        return NOTHING
+    dim = loader.items[1].dim if len(loader.items) > 1 else shapes.BATCH
+    return batched(sample_of(loader.items[0]), dim)
 
 
 def batch_of(ctx: FileContext, iterated: cst.BaseExpression, iterable: Value) -> Value:
     """The item a for loop gets: a batch of a DataLoader whose dataset is known, also through
     `enumerate(loader)` (an index and the batch)."""
     if iterable.kind == "dataloader" and iterable.items:
-        return batched(sample_of(iterable.items[0]))
+        return loader_batch(iterable)
     if isinstance(iterated, cst.Call) and isinstance(iterated.func, cst.Name) and iterated.func.value == "enumerate" \
             and iterated.args:
         inner = ctx.value(iterated.args[0].value)
         if inner.kind == "dataloader" and inner.items:
-            return Value(kind="list", items=(Value(tracked=False), batched(sample_of(inner.items[0]))))
+            return Value(kind="list", items=(Value(tracked=False), loader_batch(inner)))
     return NOTHING
 
 
@@ -60,8 +68,7 @@ def trainer_batches(cls) -> list[tuple[Value, Value]]:
         if method is None or source is None or source.returns is None:
             continue
         made = source.returns
-        if made.kind == "dataloader" and made.items:
-            batch = batched(sample_of(made.items[0]))
-            if batch is not NOTHING:
-                found.append((method, batch))
+        batch = loader_batch(made)
+        if batch is not NOTHING:
+            found.append((method, batch))
     return found

@@ -106,6 +106,16 @@ def _keepdim(info: CallInfo, position: int) -> bool | None:
     return None
 
 
+def _batch_dim(node) -> shapes.Dim:
+    """A DataLoader's batch dim: 1 by default or when given 1, none with `batch_size=None` (samples
+    as they are), else the batch symbol."""
+    if node is None or (isinstance(node, cst.Integer) and _int(node) == 1):
+        return 1
+    if isinstance(node, cst.Name) and node.value == "None":
+        return shapes.UNBATCHED
+    return shapes.BATCH
+
+
 def _flattened(operand: shapes.Shape | None, start, info: CallInfo) -> shapes.Shape | None:
     """`x.flatten()` is one dim; `x.flatten(1)` keeps the first."""
     if info.param(2, "end_dim") is not None or operand is None:
@@ -426,8 +436,8 @@ def shaped(ctx: FileContext, info: CallInfo, receiver: Value, values: list[Value
         return Value(kind="dataset", items=tuple(values), node=info.node)
     if result.kind and not (info.qual in DATALOADERS and values):
         return result
-    if info.qual in DATALOADERS:
-        return result.but(items=(values[0],))  # what its batches are made of
+    if info.qual in DATALOADERS:  # what its batches are made of, and their batch dim
+        return result.but(items=(values[0], Value(dim=_batch_dim(info.param(1, "batch_size")))))
     shape = call_shape(ctx, info, receiver, values)
     if shape == result.shape:
         return result
