@@ -133,6 +133,19 @@ CASES = {
         for xb, yb in loader2:
             e = F.mse_loss(model(xb), yb)
         """, set()),
+    "batches through enumerate(tqdm(loader)) and next(iter(loader)); a collate_fn of the program's own": ("""
+        from tqdm import tqdm
+        X = torch.randn(100, 8)
+        ds = TensorDataset(X, X.sum(dim=1))
+        model = nn.Sequential(nn.Linear(8, 32), nn.ReLU(), nn.Linear(32, 1))
+        loader = DataLoader(ds, batch_size=16, shuffle=True)
+        for step, (xb, yb) in enumerate(tqdm(loader)):
+            a = (model(xb) - yb) ** 2
+        xb, yb = next(iter(loader))
+        b = (model(xb) - yb) ** 2
+        for xb, yb in DataLoader(ds, batch_size=16, collate_fn=lambda items: items):
+            c = (model(xb) - yb) ** 2
+        """, {("TL605", 7), ("TL605", 9)}),
     "clean: one sample per batch (the default batch_size, batch_size=None), a squeezed batch of one": ("""
         X = torch.randn(100, 8)
         y = X.sum(dim=1)

@@ -41,17 +41,37 @@ def loader_batch(loader: Value) -> Value:
     return batched(sample_of(loader.items[0]), dim)
 
 
+# calls that iterate the loader given first as it is (progress bars), or number its batches
+LOADER_WRAPPERS = frozenset({"enumerate", "iter", "tqdm", "track", "progress_bar"})
+
+
 def batch_of(ctx: FileContext, iterated: cst.BaseExpression, iterable: Value) -> Value:
-    """The item a for loop gets: a batch of a DataLoader whose dataset is known, also through
-    `enumerate(loader)` (an index and the batch)."""
-    if iterable.kind == "dataloader" and iterable.items:
+    """The item a for loop gets: a batch of a DataLoader whose dataset is known, also through a
+    wrapper given the loader first (`tqdm(loader)`, `iter(loader)`) and `enumerate(...)` (an index
+    and the batch)."""
+    if iterable.kind == "dataloader":
         return loader_batch(iterable)
-    if isinstance(iterated, cst.Call) and isinstance(iterated.func, cst.Name) and iterated.func.value == "enumerate" \
-            and iterated.args:
-        inner = ctx.value(iterated.args[0].value)
-        if inner.kind == "dataloader" and inner.items:
-            return Value(kind="list", items=(Value(tracked=False), loader_batch(inner)))
-    return NOTHING
+    if not isinstance(iterated, cst.Call) or not iterated.args or iterated.args[0].keyword is not None:
+        return NOTHING
+    name = iterated.func.value if isinstance(iterated.func, cst.Name) else \
+        iterated.func.attr.value if isinstance(iterated.func, cst.Attribute) else ""
+    if name not in LOADER_WRAPPERS:
+        return NOTHING
+    inner = iterated.args[0].value
+    batch = batch_of(ctx, inner, ctx.value(inner))
+    if name == "enumerate" and batch is not NOTHING:
+        return Value(kind="list", items=(Value(tracked=False), batch))
+    return batch if name != "enumerate" else NOTHING
+
+
+def next_batch(ctx: FileContext, call: cst.Call) -> Value:
+    """`next(iter(loader))`: one batch."""
+    if not isinstance(call.func, cst.Name) or call.func.value != "next" or len(call.args) != 1:
+        return NOTHING
+    inner = call.args[0].value
+    if isinstance(inner, cst.Call) and isinstance(inner.func, cst.Name) and inner.func.value == "iter" and inner.args:
+        inner = inner.args[0].value
+    return loader_batch(ctx.value(inner))
 
 
 # a Lightning module's steps and the loader method whose batches each receives

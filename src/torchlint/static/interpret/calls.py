@@ -20,7 +20,7 @@ from torchlint.static.facts.values import (
     join,
     tracked_of,
 )
-from torchlint.static.interpret import guards, shape_params, shaping
+from torchlint.static.interpret import batches, guards, shape_params, shaping
 from torchlint.static.interpret.context import CallInfo, FileContext
 from torchlint.static.interpret.frames import module_qual, params_of, positional_names
 from torchlint.static.interpret.scopes import Body
@@ -218,6 +218,8 @@ class Calls:
                 return self._module_result(callee, argument, node)
             if callee.half:  # an unknown model made float16 with .half()
                 return Value(half=True, node=node)
+            if isinstance(node.func, cst.Name) and node.func.value == "next" and callee is NOTHING:
+                return batches.next_batch(self.ctx, node)  # `next(iter(loader))`: one batch
             if isinstance(node.func, cst.Name) and node.func.value == "open" and callee is NOTHING:
                 return Value(kind="file", node=node)  # `with open(path, "wb") as f`: f writes to path
             if isinstance(node.func, cst.Name) and node.func.value in ops.PYTHON_NUMBERS:

@@ -437,6 +437,8 @@ def shaped(ctx: FileContext, info: CallInfo, receiver: Value, values: list[Value
     if result.kind and not (info.qual in DATALOADERS and values):
         return result
     if info.qual in DATALOADERS:  # what its batches are made of, and their batch dim
+        if "collate_fn" in info.kwargs or "batch_sampler" in info.kwargs:
+            return result  # batches made by the program's own code
         return result.but(items=(values[0], Value(dim=_batch_dim(info.param(1, "batch_size")))))
     shape = call_shape(ctx, info, receiver, values)
     if shape == result.shape:
