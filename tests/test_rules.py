@@ -301,6 +301,18 @@ CASES = {
             def forward(self, x):
                 return x * self.raw.clamp(min=0).sqrt()
         """, {("TL105", 8)}),
+    "the root of a spread in the backward; clean: the same root only printed through .item()": ("""
+        import torch
+        class Spread(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.embed = torch.nn.Embedding(100, 16)
+            def step(self, i):
+                spread = self.embed(i).var()
+                std = spread.sqrt()
+                std.backward()
+                print("std", spread.sqrt().item(), [v for v in spread.sqrt().tolist()])
+        """, {("TL105", 9)}),
     "clean: the same sqrt with no gradient (no_grad, numpy, .item(), unknown inputs)": ("""
         import numpy as np
         import torch

@@ -83,3 +83,17 @@ def atom(ctx: FileContext, node: cst.BaseExpression) -> str:
     if isinstance(node, (cst.Name, cst.Attribute, cst.Call, cst.Subscript)) or node.lpar:
         return text
     return f"({text})"
+
+
+NUMBERS = frozenset({"item", "tolist", "numpy"})  # methods that turn a tensor into plain numbers
+
+
+def read_out(ctx: FileContext) -> set[int]:
+    """Ids of the expressions the file turns into plain numbers (`dist.item()`, `x.sqrt().tolist()`):
+    metrics and logs, never differentiated."""
+    found = ctx.memo.get("read out")
+    if found is None:
+        found = {id(info.receiver) for info in ctx.calls.values()
+                 if info.form == "method" and info.name in NUMBERS and info.receiver is not None}
+        ctx.memo["read out"] = found
+    return found

@@ -6,7 +6,7 @@ import libcst as cst
 
 from torchlint.rule import RuleInfo
 from torchlint.static.interpret.context import CallInfo, FileContext
-from torchlint.static.rules.base import Rule
+from torchlint.static.rules.base import Rule, read_out
 from torchlint.static.facts.values import DEGENERATE, SATURATION
 
 
@@ -34,6 +34,19 @@ class UnguardedSqrt(Rule):
         problem = sqrt_problem(value, op)
         if problem is None or ctx.is_claimed(node):
             return
+        if op == "rsqrt" and value.reaches_zero(SATURATION):
+            self._report(ctx, node, operand, op, problem)
+        else:  # a gradient hazard: not one where the result is only read out as numbers (decided at the end)
+            ctx.memo.setdefault(self.info.code, []).append((node, operand, op, problem))
+
+    def on_end(self, ctx: FileContext) -> None:
+        numbers = read_out(ctx)
+        for node, operand, op, problem in ctx.memo.get(self.info.code, ()):
+            if id(node) not in numbers:
+                self._report(ctx, node, operand, op, problem)
+
+    def _report(self, ctx: FileContext, node, operand, op: str, problem: str) -> None:
+        value = ctx.value(operand)
         what = value.desc or "a value that"
         ctx.report(self.info, node, f"`{ctx.code(node)}`: `{ctx.code(operand, 40)}` is {what} and can be 0"
                    f"{problem}. Add an eps inside: {op}(x + eps)")

@@ -8,7 +8,7 @@ from torchlint.rule import RuleInfo
 from torchlint.static.facts.values import DEGENERATE
 from torchlint.static.interpret.context import CallInfo, FileContext
 from torchlint.static.interpret.scopes import Scope
-from torchlint.static.rules.base import Rule
+from torchlint.static.rules.base import Rule, read_out
 
 
 def hand_written_distance(value) -> bool:
@@ -43,10 +43,6 @@ def only_compared(ctx: FileContext, nodes) -> set[int]:
     return {key for key, all_compared in uses.items() if all_compared}
 
 
-NUMBERS = frozenset({"item", "tolist", "numpy"})  # methods that turn a tensor into plain numbers
-READ_OUT = "TL119 read out"  # memo key: ids of expressions turned into plain numbers
-
-
 class HandWrittenNorm(Rule):
     info = RuleInfo(
         "TL119", "hand-written-norm", "warning",
@@ -56,8 +52,6 @@ class HandWrittenNorm(Rule):
     )
 
     def on_call(self, ctx: FileContext, call: CallInfo) -> None:
-        if call.form == "method" and call.name in NUMBERS and call.receiver is not None:
-            ctx.memo.setdefault(READ_OUT, set()).add(id(call.receiver))  # `dist.item()`: a metric, never differentiated
         if call.operand is None:
             return
         if call.op == "sqrt" or (call.op == "pow" and ctx.value(call.param(1, "exponent")).const == 0.5):
@@ -70,9 +64,9 @@ class HandWrittenNorm(Rule):
             self._check(ctx, node, node.left, ctx.scope_of(node), False)
 
     def on_end(self, ctx: FileContext) -> None:
-        read_out = ctx.memo.get(READ_OUT, set())
+        numbers = read_out(ctx)  # `dist.item()`: a metric, never differentiated
         deferred = [node for node in ctx.memo.get(self.info.code, ())
-                    if id(node) not in read_out and not input_feature(ctx, node)]
+                    if id(node) not in numbers and not input_feature(ctx, node)]
         if deferred:
             compared = only_compared(ctx, deferred)
             for node in deferred:
