@@ -301,6 +301,31 @@ CASES = {
             def forward(self, x):
                 return x * self.raw.clamp(min=0).sqrt()
         """, {("TL105", 8)}),
+    "the root of a one-pass variance, E[x^2] - E[x]^2, in a layer and from running sums": ("""
+        import numpy as np
+        import torch
+        class Norm(torch.nn.Module):
+            def forward(self, x):
+                mean = x.mean(dim=-1, keepdim=True)
+                var = x.pow(2).mean(dim=-1, keepdim=True) - mean.pow(2)
+                return (x - mean) / torch.sqrt(var + 1e-5)
+        def stats(sum_sq, total, count):
+            return np.sqrt(sum_sq / count - np.multiply(total / count, total / count))
+        def spread(values):
+            return ((values ** 2).mean() - values.mean() ** 2) ** 0.5
+        """, {("TL105", 8), ("TL105", 10), ("TL105", 12)}),
+    "clean: variances that subtract the mean first, or are clamped at 0, or differ in what they average": ("""
+        import numpy as np
+        import torch
+        def stds(x, y, sum_sq, total, count):
+            mean = x.mean(dim=-1, keepdim=True)
+            a = torch.sqrt((x - mean).pow(2).mean(dim=-1) + 1e-5)
+            b = torch.sqrt((x.pow(2).mean(dim=-1, keepdim=True) - mean.pow(2)).clamp(min=0) + 1e-5)
+            c = x.var(dim=-1).sqrt()
+            d = np.sqrt(np.maximum(sum_sq / count - (total / count) ** 2, 0.0))
+            e = torch.sqrt(y.pow(2).mean() - x.mean() ** 2)
+            return a, b, c, d, e
+        """, set()),
     "the root of a spread in the backward; clean: the same root only printed through .item()": ("""
         import torch
         class Spread(torch.nn.Module):

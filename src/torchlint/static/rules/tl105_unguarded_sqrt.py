@@ -6,6 +6,7 @@ import libcst as cst
 
 from torchlint.rule import RuleInfo
 from torchlint.static.interpret.context import CallInfo, FileContext
+from torchlint.static.interpret.one_pass_variance import one_pass_variance
 from torchlint.static.rules.base import Rule, read_out
 from torchlint.static.facts.values import DEGENERATE, SATURATION
 
@@ -30,9 +31,21 @@ class UnguardedSqrt(Rule):
             self._check(ctx, node, node.left, "sqrt")
 
     def _check(self, ctx: FileContext, node, operand, op: str) -> None:
+        if ctx.is_claimed(node):
+            return
+        variance = one_pass_variance(ctx, operand)
+        if variance is not None:
+            ctx.report(self.info, node,
+                       f"`{ctx.code(node)}` takes the root of `{ctx.code(variance, 50)}`, a variance computed as "
+                       "E[x²] - E[x]²: when the mean is large next to the spread (raw readings, a constant "
+                       "column) the two terms are nearly equal and the difference rounds to a negative "
+                       f"number, so {op} gives NaN (an eps does not help). Use x.var() / x.std(), which "
+                       "subtract the mean first, or clamp the difference at 0",
+                       related=((variance, "the variance is computed here"),))
+            return
         value = ctx.value(operand)
         problem = sqrt_problem(value, op)
-        if problem is None or ctx.is_claimed(node):
+        if problem is None:
             return
         if op == "rsqrt" and value.reaches_zero(SATURATION):
             self._report(ctx, node, operand, op, problem)
