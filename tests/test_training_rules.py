@@ -1439,6 +1439,20 @@ CASES = {
                 loss.backward()
                 opt.step()
         """, {("TL206", 8), ("TL206", 14)}),
+    "distillation terms weighted by settings and detached where they are computed; clean: a constant one": ("""
+        import torch
+        def train_step(opt, loader, nets, optimizer, criterions):
+            student, teacher = nets["student"], nets["teacher"]
+            ce, at = criterions["ce"], criterions["at"]
+            for img, target in loader:
+                feats_s, out_s = student(img)
+                feats_t, _ = teacher(img)
+                at_loss = at(feats_s, feats_t).detach() * opt.beta
+                total = ce(out_s, target) + at_loss + 0.5 * at(feats_s, feats_t).detach()
+                optimizer.zero_grad()
+                total.backward()
+                optimizer.step()
+        """, {("TL206", 9)}),
     "clean: create_graph where the derivative is in the loss; a gradient norm used as a constant weight": ("""
         import torch
         import torch.nn as nn

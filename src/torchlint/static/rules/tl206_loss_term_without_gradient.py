@@ -54,7 +54,8 @@ class LossTermWithoutGradient(Rule):
                     related=((backward.node, "the backward"),),
                 )
                 continue
-            terms = _terms(ctx, loss, defs, 0)
+            weighted: set[int] = set()
+            terms = _terms(ctx, loss, defs, 0, weighted)
             if len(terms) < 2:
                 continue  # a loss that is one cut term fails loudly in backward() ("does not require grad")
             if all(ctx.value(term).tracked is False for term in terms):
@@ -62,13 +63,14 @@ class LossTermWithoutGradient(Rule):
             for term in terms:
                 if ctx.value(term).tracked is not False or id(term) in done:
                     continue
-                cut = _cut_in(ctx, term, defs, 0, set())
+                cut = term if _detached_weighted(ctx, term, weighted) else _cut_in(ctx, term, defs, 0, set())
                 if cut is None or id(cut) in done:
                     continue
                 done.update((id(term), id(cut)))
                 how = "computes gradients without `create_graph=True`, so they have no autograd history" \
                     if isinstance(cut, cst.Call) and ctx.call(cut) is not None and \
-                    ctx.call(cut).qual == "torch.autograd.grad" else "cuts the autograd history of a tensor that has one"
+                    ctx.call(cut).qual == "torch.autograd.grad" else "detaches a term that the loss weights with a " \
+                    "setting (a term meant to train)" if cut is term else "cuts the autograd history of a tensor that has one"
                 ctx.report(
                     self.info, cut,
                     f"`{ctx.code(cut, 50)}` {how}, and the loss "
@@ -94,23 +96,35 @@ def _loss_of(ctx: FileContext, call: CallInfo):
     return node
 
 
-def _terms(ctx: FileContext, node, defs: dict, depth: int) -> list:
-    """The summands of a loss expression, through names assigned a sum and constant weights."""
+def _terms(ctx: FileContext, node, defs: dict, depth: int, weighted: set[int] | None = None) -> list:
+    """The summands of a loss expression, through names assigned a sum and constant weights (the
+    ids of weighted ones go to ``weighted``)."""
     if isinstance(node, cst.BinaryOperation):
         if isinstance(node.operator, (cst.Add, cst.Subtract)):
-            return _terms(ctx, node.left, defs, depth) + _terms(ctx, node.right, defs, depth)
-        if isinstance(node.operator, (cst.Multiply, cst.Divide)) and _weight(node.right, ctx.value(node.right)):
-            return _terms(ctx, node.left, defs, depth)
-        if isinstance(node.operator, cst.Multiply) and _weight(node.left, ctx.value(node.left)):
-            return _terms(ctx, node.right, defs, depth)
+            return _terms(ctx, node.left, defs, depth, weighted) + _terms(ctx, node.right, defs, depth, weighted)
+        for term, weight in ((node.left, node.right), (node.right, node.left)):
+            if (isinstance(node.operator, cst.Multiply) or (term is node.left and isinstance(node.operator, cst.Divide))) \
+                    and _weight(weight, ctx.value(weight)):
+                found = _terms(ctx, term, defs, depth, weighted)
+                if weighted is not None and ctx.value(weight).op != "const":
+                    weighted.update(id(item) for item in found)
+                return found
         return [node]
     if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus):
-        return _terms(ctx, node.expression, defs, depth)
+        return _terms(ctx, node.expression, defs, depth, weighted)
     if isinstance(node, cst.Name) and depth < MAX_DEPTH:
         sources = defs.get(node.value, ())
         if len(sources) == 1 and isinstance(sources[0], cst.BinaryOperation):
-            return _terms(ctx, sources[0], defs, depth + 1)
+            return _terms(ctx, sources[0], defs, depth + 1, weighted)
     return [node]
+
+
+def _detached_weighted(ctx: FileContext, term, weighted: set[int]) -> bool:
+    """`criterion(a, b).detach() * opt.beta`: a term the code weights with a setting and detaches
+    itself, right there: it was meant to train (its weight is tuned) and cannot."""
+    call = ctx.call(term) if isinstance(term, cst.Call) else None
+    return id(term) in weighted and call is not None and call.form == "method" and call.name == "detach" \
+        and isinstance(call.receiver, cst.Call) and ctx.value(call.receiver).tracked is None
 
 
 def _weight(node, value) -> bool:
