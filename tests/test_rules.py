@@ -557,6 +557,12 @@ CASES = {
                 correct += (model(ids).argmax(-1)[valid] == tags[valid]).sum().item()
                 count += valid.sum().item()
             return correct / count
+        def train_epoch(model, loader, pad):
+            total, n_tok = 0.0, 0
+            for src, tgt in loader:
+                k = (tgt != pad).sum().item()
+                total, n_tok = total + model(src).item() * k, n_tok + k
+            return total / n_tok
         """, set()),
     "a dict entry counted up before the division is not its literal 0; divided before, it is": ("""
         import torch

@@ -401,6 +401,9 @@ class Walker(Definitions, Expressions, Calls):
 
     def bind(self, target: cst.BaseExpression, value: Value) -> None:
         if isinstance(target, cst.Name):
+            if self.scope.loop_depth and value.zero > DEGENERATE and _adds_to(value.node, target.value) and \
+                    self.frame.lookup(target.value).op == "const":
+                value = value.but(zero=DEGENERATE, shape=value.shape)  # `n = n + k`: a running total, as `n += k`
             # An unknown value still has an identity: `x - x.min()` must see the same `x` twice.
             self.frame.env[target.value] = Value() if value is NOTHING else value
         elif isinstance(target, (cst.Tuple, cst.List)):
@@ -495,6 +498,12 @@ def _mentions(node, word: str) -> bool:
         elif isinstance(item, cst.Subscript):
             stack.append(item.value)
     return False
+
+
+def _adds_to(node, name: str) -> bool:
+    """`name + k` / `k + name`."""
+    return isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add) and any(
+        isinstance(side, cst.Name) and side.value == name for side in (node.left, node.right))
 
 
 def _loader_of(ctx: FileContext, node, value: Value) -> Value:
