@@ -146,6 +146,44 @@ CASES = {
         for xb, yb in DataLoader(ds, batch_size=16, collate_fn=lambda items: items):
             c = (model(xb) - yb) ** 2
         """, {("TL605", 7), ("TL605", 9)}),
+    "arrays built by appends in a loop, selected by a mask, paired by a dataset; labels as one-element lists": ("""
+        def make(n_classes, per_class, dim, seed):
+            rng = np.random.RandomState(seed)
+            centers = rng.randn(n_classes, dim)
+            xs = []
+            for c in range(n_classes):
+                xs.append(centers[c] + 0.1 * rng.randn(per_class, dim))
+            return np.concatenate(xs).astype(np.float32)
+
+        class Pairs(Dataset):
+            def __init__(self, x, n_pairs):
+                self.x, self.pairs = torch.from_numpy(x), [(k % 7, k % 5, k % 2) for k in range(n_pairs)]
+            def __len__(self):
+                return len(self.pairs)
+            def __getitem__(self, k):
+                i, j, same = self.pairs[k]
+                return self.x[i], self.x[j], torch.tensor([float(same)])
+
+        def contrastive(e1, e2, label, margin=1.0):
+            d = F.pairwise_distance(e1, e2)
+            return (label * d.pow(2) + (1 - label) * F.relu(margin - d).pow(2)).mean()
+
+        def main(dim):
+            x = make(10, 20, dim, 0)
+            keep = np.arange(len(x)) % 4 > 0
+            for a, b, same in DataLoader(Pairs(x[keep], 500), batch_size=32):
+                loss = contrastive(a, b, same)
+        """, {("TL605", 20)}),
+    "clean: sizes named alike in two functions are not the same size in their caller": ("""
+        def column(n):
+            return torch.randn(n, 1)
+        def row(n):
+            length = n + 1
+            return torch.randn(n), torch.zeros(length)
+        def combine(a, b):
+            first, second = row(b)
+            return column(a) - first, column(a)[:, 0] * second
+        """, set()),
     "clean: one sample per batch (the default batch_size, batch_size=None), a squeezed batch of one": ("""
         X = torch.randn(100, 8)
         y = X.sum(dim=1)

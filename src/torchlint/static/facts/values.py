@@ -130,6 +130,10 @@ def join(a: Value, b: Value) -> Value:
     if _model(a) and _model(b):
         return either(a, b)
     if a.kind or b.kind:
+        if a.kind == "list" == b.kind and a.items != b.items:
+            short, long = (a, b) if len(a.items) < len(b.items) else (b, a)
+            if all(x is y for x, y in zip(short.items, long.items, strict=False)):
+                return long  # a list before and after appends in a loop or a branch: what it may hold
         if a.kind == "dict" == b.kind:
             return Value(kind="dict")  # two different dicts: what each holds is not known
         if a.kind != b.kind or not same_class(a.cls, b.cls) or a.qual != b.qual:

@@ -76,7 +76,8 @@ class Calls:
         values = []
         keywords: dict[str, Value] = {}
         star = False
-        unpacked: list[Value] = []
+        passed: list[Value] = []  # positional values with `*known_tuple` expanded: what the callee gets
+        sizes: dict[str, object] = {}  # what each argument names as a size (`args.dim`), by parameter
         for arg in node.args:
             value = self.expr(arg.value)
             if arg.keyword is not None:
@@ -85,15 +86,15 @@ class Calls:
             elif not arg.star:
                 info.args.append(arg.value)
                 values.append(value)
-            elif arg.star == "*" and value.kind == "list" and value.items and not star and not unpacked:
-                unpacked = list(value.items)  # `f(*make())`: the items of a known tuple, in order
+                passed.append(value)
+                sizes[len(passed) - 1] = arg.value
+            elif arg.star == "*" and value.kind == "list" and value.items and not star:
+                passed.extend(value.items)  # `f(*make(), y)`: the items of a known tuple, in order
             else:
                 star = True
         if info.form == "local" and ctx.call_sites is not None:
-            last_star = unpacked and node.args[-1].star == "*" and not keywords
-            ctx.call_sites.record(info.callee, isinstance(func, cst.Attribute),
-                                  values + unpacked if last_star else values, keywords,
-                                  star or (bool(unpacked) and not last_star), self.scope.no_grad, self.fp16 > 0)
+            ctx.call_sites.record(info.callee, isinstance(func, cst.Attribute), passed, keywords, star,
+                                  self.scope.no_grad, self.fp16 > 0)
 
         if info.qual in ops.FEATURE_CALLS or _is_layer(info.callee):
             _mark_features(ctx, values)
@@ -108,12 +109,13 @@ class Calls:
         result = self._call_result(info, receiver_value, values)
         if info.form in ("method", "function"):
             result = shaping.shaped(ctx, info, receiver_value, values, result)
-        elif info.form == "local" and result.shape is not None and not result.kind:
+        elif info.form == "local" and (result.shape is not None or result.kind == "list"):
             function = shape_params.called_function(info.callee)
-            shape = shape_params.specialised(result.shape, function, values, keywords,
-                                        isinstance(func, cst.Attribute) or info.callee.kind == "instance") \
-                if function is not None else None
-            result = result if shape == result.shape else replace(result, shape=shape)
+            if function is not None:
+                result = shape_params.specialised_value(ctx, result, function, passed, keywords, sizes, info.kwargs,
+                                                        isinstance(func, cst.Attribute) or info.callee.kind == "instance")
+            elif result.shape is not None and not result.kind:
+                result = replace(result, shape=None)
         if len(values) >= 2 and shaping.is_elementwise_loss(info):
             shaping.elementwise(ctx, node, values[0], values[1])
         if result.kind == "instance" and info.callee.kind == "class" and result.rng is None:

@@ -183,7 +183,8 @@ def _shape_key(value: Value) -> tuple | None:
     """The shapes a DataLoader's samples have, or a model's forward returns: known only after the
     walk of its dataset or forward with facts, so a change asks for another walk."""
     if value.kind == "instance" and value.cls is not None:
-        return value.cls.call_result().shape
+        result = value.cls.call_result()
+        return tuple(item.shape for item in result.items) if result.kind == "list" else result.shape
     if value.kind != "dataloader" or not value.items:
         return None
     sample = batches.sample_of(value.items[0])

@@ -221,7 +221,7 @@ class Expressions:
             negated = negate(inner, node)
             return negated if negated.shape == inner.shape or negated.kind else replace(negated, shape=inner.shape)
         if isinstance(node.operator, cst.BitInvert) and inner.op == "mask":
-            return inner.but(node=node, checks=(), desc="a boolean mask")  # `~pad`: the other positions, 0 elsewhere
+            return inner.but(node=node, checks=(), desc="a boolean mask", shape=inner.shape)  # `~pad`: the other positions
         return NOTHING
 
     def _binop(self, node: cst.BinaryOperation) -> Value:

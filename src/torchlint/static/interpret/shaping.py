@@ -80,6 +80,40 @@ def _sizes(ctx: FileContext, args: list[cst.BaseExpression]) -> shapes.Shape | N
     return tuple(size_dim(ctx, arg) for arg in args)
 
 
+COUNTERS = "range counters"  # memo key: ids of the values a `for i in range(...)` binds (ints)
+_SIZE_THIRD = frozenset({"normal", "uniform", "integers", "randint", "binomial"})
+_NUMBER_CALLS = frozenset({"float", "int", "bool", "len"})
+
+
+def _literal_shape(node) -> shapes.Shape | None:
+    """The shape of a (nested) list literal of numbers: `[x, y]` is (2,), `[[a, b], [c, d]]` (2, 2)."""
+    if not isinstance(node, (cst.List, cst.Tuple)) or not node.elements:
+        return None
+    inner = [element.value for element in node.elements]
+    if any(isinstance(element, cst.StarredElement) for element in node.elements):
+        return None
+    if all(_number_like(item) for item in inner):
+        return (len(inner),)
+    rows = [_literal_shape(item) for item in inner]
+    if rows[0] is not None and all(row == rows[0] for row in rows):
+        return (len(inner), *rows[0])
+    return None
+
+
+def _number_like(node) -> bool:
+    """A number literal, `float(...)`/`int(...)`/`len(...)`, or `t.item()`."""
+    if isinstance(node, (cst.Integer, cst.Float)) or _int(node) is not None:
+        return True
+    if isinstance(node, cst.UnaryOperation) and isinstance(node.expression, (cst.Integer, cst.Float)):
+        return True
+    if isinstance(node, cst.Call):
+        func = node.func
+        if isinstance(func, cst.Name):
+            return func.value in _NUMBER_CALLS
+        return isinstance(func, cst.Attribute) and func.attr.value == "item" and not node.args
+    return False
+
+
 def _int(node) -> int | None:
     if isinstance(node, cst.Integer):
         return int(node.value, 0)
@@ -190,8 +224,13 @@ def call_shape(ctx: FileContext, info: CallInfo, receiver: Value, values: list[V
             return shapes.matmul(operand, values[0].shape)
         if receiver.kind == "rng" and name == "permutation" and len(args) == 1 and values[0].shape is None:
             return (size_dim(ctx, args[0]),)
+        if receiver.kind == "rng" and name in ("randn", "rand", "standard_normal", "random_sample") and args \
+                and "size" not in info.kwargs:
+            return _sizes(ctx, list(args)) if name in ("randn", "rand") else _sizes(ctx, [args[0]])
         if receiver.kind == "rng" and name in RNG_DRAWS:
             size = info.kwargs.get("size")
+            if size is None and name in _SIZE_THIRD and len(args) >= 3:
+                size = args[2]  # normal(loc, scale, size), uniform(low, high, size), randint(low, high, size)
             if size is not None:
                 return _sizes(ctx, [size])
             # `rng.exponential(scales)`: one draw per element of its array parameters
@@ -201,7 +240,7 @@ def call_shape(ctx: FileContext, info: CallInfo, receiver: Value, values: list[V
         return None
     qual = info.qual or ""
     if info.form == "function":
-        first = values[0].shape if values else None
+        first = _operand_shape(values[0]) if values else None
         if qual in SIZED_FACTORIES or qual in ("torch.randint",):
             args = info.args
             if qual == "torch.randint":
@@ -213,6 +252,8 @@ def call_shape(ctx: FileContext, info: CallInfo, receiver: Value, values: list[V
         if qual in SIZE_KEYWORD_FACTORIES:
             size = info.kwargs.get("size") or (info.args[0] if qual in ("numpy.zeros", "numpy.ones", "numpy.empty",
                                                                       "numpy.random.random") and info.args else None)
+            if size is None and qual.rsplit(".", 1)[-1] in _SIZE_THIRD and len(info.args) >= 3:
+                size = info.args[2]
             return _sizes(ctx, [size]) if size is not None else None
         if qual == "torch.full" and info.args:
             return _sizes(ctx, [info.args[0]])
@@ -222,7 +263,17 @@ def call_shape(ctx: FileContext, info: CallInfo, receiver: Value, values: list[V
         if qual in ("torch.linspace", "numpy.linspace") and len(info.args) >= 3:
             return (size_dim(ctx, info.args[2]),)
         if qual in ARRAY_CONVERSIONS:
+            if values and values[0].kind == "list" and info.args and qual.startswith("torch."):
+                return _literal_shape(info.args[0])  # `torch.tensor([float(same)])`: (1,)
             return first if values and values[0].kind is None else None
+        if qual in ("torch.nn.functional.pairwise_distance", "torch.pairwise_distance") and len(values) >= 2:
+            both = shapes.broadcast(values[0].shape, values[1].shape)
+            keep = _keepdim(info, 4)
+            return None if both is None or not both or keep is None else both if keep else both[:-1]
+        if qual in ("torch.nn.functional.cosine_similarity", "torch.cosine_similarity") and len(values) >= 2:
+            dim = info.param(2, "dim")
+            return shapes.reduce(shapes.broadcast(values[0].shape, values[1].shape),
+                                 (1,) if dim is None else _dims(dim), False)
         if qual.startswith(("torch.", "numpy.")):
             last = qual.rsplit(".", 1)[-1]
             if last in ("cat", "concat", "concatenate") and values and values[0].kind == "list":
@@ -311,9 +362,13 @@ def subscript_shape(ctx: FileContext, node: cst.Subscript, base: Value) -> shape
             elements.append(("int", None))
         else:
             picked = ctx.value(value)
+            if picked.op == "mask" and len(node.slice) == 1 and picked.shape is not None and \
+                    base.shape[:len(picked.shape)] == picked.shape:
+                return (None, *base.shape[len(picked.shape):])  # `x[mask]`: the selected rows, how many unknown
             if picked.shape is not None and picked.op not in ("mask", "zeros", "ones", "full"):  # maybe boolean
                 elements.append(("int", None) if picked.shape == () else ("tensor", picked.shape))
-            elif picked.op == "const" or picked.dim is not None or _item_index(ctx, value):
+            elif picked.op == "const" or picked.dim is not None or _item_index(ctx, value) or \
+                    id(picked) in ctx.memo.get(COUNTERS, ()):
                 elements.append(("int", None))
             else:
                 return None
@@ -418,12 +473,16 @@ def is_elementwise_loss(info: CallInfo) -> bool:
 
 
 def _item_index(ctx: FileContext, node) -> bool:
-    """The index parameter of the `__getitem__` being walked: one sample's index."""
+    """In the `__getitem__` being walked, its index parameter, or a name of unknown value (`i, j, y =
+    self.pairs[k]`): one sample's index."""
     if not isinstance(node, cst.Name) or not ctx.enclosing:
         return False
     function = ctx.enclosing[-1]
     params = function.params.params
-    return function.name.value == "__getitem__" and len(params) == 2 and params[1].name.value == node.value
+    if function.name.value != "__getitem__" or len(params) != 2:
+        return False
+    value = ctx.value(node)
+    return params[1].name.value == node.value or (not value.kind and value.shape is None and value.op is None)
 
 
 def shaped(ctx: FileContext, info: CallInfo, receiver: Value, values: list[Value], result: Value) -> Value:

@@ -17,7 +17,7 @@ from dataclasses import replace
 import libcst as cst
 
 from torchlint.static.facts.values import DEGENERATE, NOTHING, Value, constant, join, literal_number
-from torchlint.static.interpret import batches, guards
+from torchlint.static.interpret import batches, guards, shaping
 from torchlint.static.interpret.calls import Calls
 from torchlint.static.interpret.context import FileContext
 from torchlint.static.interpret.definitions import Definitions
@@ -344,6 +344,9 @@ class Walker(Definitions, Expressions, Calls):
             item = Value(kind="param", qual="matrix") if iterable.kind == "params" else NOTHING
             if iterable.kind != "params":
                 item = batches.batch_of(self.ctx, node.iter, iterable)
+            if _counts(node.iter) and isinstance(node.target, cst.Name):
+                item = Value(tracked=False)  # an int: indexing with it drops a dim
+                self.ctx.memo.setdefault(shaping.COUNTERS, set()).add(id(item))
             if iterable.kind == "params" and isinstance(node.target, cst.Tuple):
                 elements = node.target.elements
                 for element in elements[:-1]:
@@ -498,6 +501,11 @@ def _mentions(node, word: str) -> bool:
         elif isinstance(item, cst.Subscript):
             stack.append(item.value)
     return False
+
+
+def _counts(node) -> bool:
+    """`range(...)`: a loop over ints."""
+    return isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "range"
 
 
 def _adds_to(node, name: str) -> bool:
