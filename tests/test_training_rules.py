@@ -1906,6 +1906,42 @@ CASES = {
             second, _ = random_split(dataset, [n - k, k])
             return first, second
         """, set()),
+    # TL507
+    "ids numbered in the order of a set of words, of characters, and through a vocabulary class": ("""
+        import torch
+        class Tokenizer:
+            specials = ["[PAD]", "[UNK]"]
+            def __init__(self, texts):
+                words = {w for t in texts for w in t.split()}
+                self.itos = self.specials + list(words)
+                self.stoi = {w: i for i, w in enumerate(self.itos)}
+        class Vocab:
+            def __init__(self, tokens, bos="<s>"):
+                self.index = {t: i for i, t in enumerate(tokens)}
+        def char_vocab(lines, sep=""):
+            flat = sep.join(lines)
+            flat = list(flat.split(sep)) if sep else list(flat)
+            tokens = list(set(flat))
+            tokens = ["<s>", "</s>"] + [t for t in tokens if t]
+            return Vocab(tokens)
+        def label_ids(text):
+            return {w: i for i, w in enumerate(set(text.lower().split()))}
+        torch.manual_seed(0)
+        """, {("TL507", 7), ("TL507", 15), ("TL507", 19)}),
+    "clean: sorted or first-seen order, sets of values not shown to be strings": ("""
+        import torch
+        def vocab(texts, labels, counts):
+            words = {w for t in texts for w in t.split()}
+            itos = ["[PAD]"] + sorted(words)
+            stoi = {w: i for i, w in enumerate(itos)}
+            ordered = list(dict.fromkeys(w for t in texts for w in t.split()))
+            first_seen = {w: i for i, w in enumerate(ordered)}
+            classes = list(set(labels))
+            label_ids = {c: i for i, c in enumerate(classes)}
+            kept = list(set(texts[0].split()))
+            return stoi, first_seen, label_ids, {k: len(kept) for k in counts}
+        torch.manual_seed(0)
+        """, set()),
     # TL505
     "seeded after the model is built, directly and through a seeding helper": ("""
         import random
@@ -2173,3 +2209,9 @@ def test_trainer_benchmark_against_determinism_set_in_the_importing_script(tmp_p
     found = sorted((Path(f.path).relative_to(tmp_path).as_posix(), f.line)
                    for f in check_paths([tmp_path], Settings()) if f.code == "TL502")
     assert found == expected
+
+
+def test_set_order_ids_only_where_the_program_seeds():
+    """TL507 judges programs that ask for reproducible runs: without a seed, runs differ anyway."""
+    source = CASES["ids numbered in the order of a set of words, of characters, and through a vocabulary class"][0]
+    assert codes_lines(source.replace("torch.manual_seed(0)", "pass")) == set()

@@ -34,6 +34,7 @@ from torchlint.static.rules.tl503_env_set_too_late import EnvSetTooLate
 from torchlint.static.rules.tl504_rng_shared_by_workers import RngSharedByWorkers
 from torchlint.static.rules.tl505_seed_after_init import SeedAfterInit
 from torchlint.static.rules.tl506_split_drawn_twice import SplitDrawnTwice
+from torchlint.static.rules.tl507_ids_from_set_order import IdsFromSetOrder
 from torchlint.static.rules.tl603_output_target_broadcast import OutputTargetBroadcast
 from torchlint.static.rules.tl604_reshape_moves_dim import ReshapeMovesDim
 from torchlint.static.rules.tl605_misaligned_broadcast import MisalignedBroadcast
@@ -121,6 +122,7 @@ STATIC_RULES: tuple[Rule, ...] = (
     RngSharedByWorkers(),
     SeedAfterInit(),
     SplitDrawnTwice(),
+    IdsFromSetOrder(),
     UnsafeLoad(),
     LoadNeedsWeightsOnlyFalse(),
     LoadPicklesOnOldTorch(),
