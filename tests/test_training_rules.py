@@ -1908,6 +1908,7 @@ CASES = {
         """, set()),
     # TL507
     "ids numbered in the order of a set of words, of characters, and through a vocabulary class": ("""
+        from collections import Counter
         import torch
         class Tokenizer:
             specials = ["[PAD]", "[UNK]"]
@@ -1926,8 +1927,13 @@ CASES = {
             return Vocab(tokens)
         def label_ids(text):
             return {w: i for i, w in enumerate(set(text.lower().split()))}
+        def frequent(texts, index, min_count):
+            counts = Counter(w for t in texts for w in t.split())
+            kept = {w for w, c in counts.items() if c >= min_count}
+            for word in kept:
+                index[word] = len(index)
         torch.manual_seed(0)
-        """, {("TL507", 7), ("TL507", 15), ("TL507", 19)}),
+        """, {("TL507", 8), ("TL507", 16), ("TL507", 20), ("TL507", 24)}),
     "clean: sorted or first-seen order, sets of values not shown to be strings": ("""
         import torch
         def vocab(texts, labels, counts):

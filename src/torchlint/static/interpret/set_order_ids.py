@@ -53,6 +53,10 @@ def _in_scope(ctx: FileContext, roots: list, numbering: dict[str, set[int]]) -> 
                     defs.setdefault(key, []).append(node.value)
     found = []
     for root in roots:
+        for loop in nodes_of(root, (cst.For,)):
+            numbered = _numbered_in_loop(loop)
+            if numbered is not None and _string_set(loop.iter, defs, 0):
+                found.append(SetOrderIds(loop.iter, numbered))
         for call in nodes_of(root, (cst.Call,)):
             name = _called(call)
             args = [arg.value for arg in call.args if arg.keyword is None and not arg.star]
@@ -63,6 +67,20 @@ def _in_scope(ctx: FileContext, roots: list, numbering: dict[str, set[int]]) -> 
                 if numbered is not None:
                     found.append(SetOrderIds(call, numbered))
     return found
+
+
+def _numbered_in_loop(loop: cst.For):
+    """`for w in kept: index[w] = len(index)`: the loop gives each item the next number."""
+    if not isinstance(loop.target, cst.Name):
+        return None
+    for assign in nodes_of(loop.body, (cst.Assign,)):
+        target = assign.targets[0].target if len(assign.targets) == 1 else None
+        if isinstance(target, cst.Subscript) and len(target.slice) == 1 and \
+                isinstance(target.slice[0].slice, cst.Index) and isinstance(target.slice[0].slice.value, cst.Name) \
+                and target.slice[0].slice.value.value == loop.target.value and isinstance(assign.value, cst.Call) \
+                and _called(assign.value) == "len":
+            return assign
+    return None
 
 
 def _numbered_later(made: cst.Call, roots: list, defs: dict[str, list], numbering: dict[str, set[int]]):
@@ -160,7 +178,21 @@ def _comprehension_of_strings(node, defs: dict[str, list], depth: int) -> bool:
         if isinstance(clause.target, cst.Name) and isinstance(element, cst.Name) and \
                 clause.target.value == element.value:
             return _strings(clause.iter, defs, depth + 1)
+        if isinstance(clause.target, cst.Tuple) and isinstance(element, cst.Name) and clause.target.elements and \
+                isinstance(clause.target.elements[0].value, cst.Name) and \
+                clause.target.elements[0].value.value == element.value:
+            return _counted_strings(clause.iter, defs, depth + 1)  # `w for w, c in counts.items()`
     return False
+
+
+def _counted_strings(node, defs: dict[str, list], depth: int) -> bool:
+    """`counts.items()` of `counts = Counter(<strings>)`: its keys are those strings."""
+    if not (isinstance(node, cst.Call) and _called(node) in ("items", "most_common") and
+            isinstance(node.func, cst.Attribute)):
+        return False
+    values = defs.get(_key(node.func.value) or "", ())
+    return bool(values) and all(isinstance(value, cst.Call) and _called(value) == "Counter" and value.args and
+                                _strings(value.args[0].value, defs, depth + 1) for value in values)
 
 
 def _fors(node) -> list[cst.CompFor]:
