@@ -14,6 +14,7 @@ list, or such a list passed to one of the file's functions or classes that enume
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import libcst as cst
@@ -22,6 +23,7 @@ from torchlint.static.interpret.context import FileContext
 from torchlint.static.traverse import code_scopes, nodes_of, statements_of
 
 _SET_CALLS = frozenset({"set", "frozenset"})
+_SET_COMPREHENSION = re.compile(r"\{[^{}:\n]*\bfor\b")  # `{w for ...}`, not a dict comprehension
 _TO_LIST = frozenset({"list", "tuple"})
 _STRING_METHODS = frozenset({"read", "lower", "upper", "strip", "join", "replace", "decode", "casefold"})
 
@@ -34,7 +36,8 @@ class SetOrderIds:
 
 def set_order_ids(ctx: FileContext) -> list[SetOrderIds]:
     source = ctx.source
-    if not ("set(" in source or "{" in source) or not ("enumerate(" in source or ".index(" in source):
+    if not ("set(" in source or _SET_COMPREHENSION.search(source)) or \
+            not ("enumerate(" in source or ".index(" in source or "len(" in source):
         return []
     numbering = _numbering_params(ctx.module)
     found = []

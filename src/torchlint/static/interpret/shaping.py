@@ -485,9 +485,18 @@ def _item_index(ctx: FileContext, node) -> bool:
     return params[1].name.value == node.value or (not value.kind and value.shape is None and value.op is None)
 
 
+# methods whose result's shape can be known without their receiver's: sizes given literally
+_SHAPE_MAKING_METHODS = frozenset({"view", "reshape", "expand"})
+
+
 def shaped(ctx: FileContext, info: CallInfo, receiver: Value, values: list[Value], result: Value) -> Value:
     """The result with its shape (or a size with the dim it names); a shape carried over from an
     operand returned as it is (`x.view(...)` gives `x`'s value) is replaced."""
+    if info.form == "method" and receiver.shape is None and receiver.kind != "rng" and \
+            info.name not in _SHAPE_MAKING_METHODS and result.shape is None:
+        return result  # nothing known of the tensor: nothing to derive (most method calls)
+    if info.form == "function" and not (info.qual or "").startswith(("torch.", "numpy.")) and result.shape is None:
+        return result  # not a tensor function: a plain helper, a logger
     size = size_of(ctx, info, receiver)
     if size is not None:
         return size
