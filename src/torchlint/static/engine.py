@@ -167,26 +167,27 @@ def _walk(module, path, source, options, file, handlers) -> FileContext:
     facts: dict = {}
     quiet: frozenset[int] = frozenset()
     fp16: frozenset[int] = frozenset()
+    shapes = callsites.shapes_matter(source)
     if seeded:
-        facts, quiet, fp16 = callsites.CallSites(path, seeded).learned()
+        facts, quiet, fp16 = callsites.CallSites(path, seeded, shapes).learned()
     kept = statement_memo(module, "settled")  # the language server's document: its last check's facts
     warm = warm_start.start(module, kept.get("last")) if kept is not None else None
     if warm is not None:
         facts, quiet, fp16 = warm
         kept["warm"] = bool(facts or quiet or fp16)  # the server checks such a start again, cold, when idle
-    seen = callsites.signature(facts, quiet, fp16)
+    seen = callsites.signature(facts, quiet, fp16, shapes)
     walks = callsites.walks_for(source)
     for walk in range(walks):
         ctx = FileContext(path=path, source=source, module=module, options=options or {},
                           project=PROCESS_PROJECT if file is not None else None, file=file,
-                          call_sites=callsites.CallSites(path, seeded), param_facts=facts,
+                          call_sites=callsites.CallSites(path, seeded, shapes), param_facts=facts,
                           grad_off_functions=quiet, fp16_functions=fp16, deps=dict(deps))
         walker = Walker(ctx, handlers)
         walker.run(module)
         if file is not None and not facts and not quiet and not fp16:  # the walk a summary would make: reused
             PROCESS_PROJECT.note_calls(file, ctx.call_sites.foreign, ctx.deps)
         facts, quiet, fp16 = ctx.call_sites.learned()
-        now = callsites.signature(facts, quiet, fp16)
+        now = callsites.signature(facts, quiet, fp16, shapes)
         if now == seen or walk == walks - 1:
             walker.finish()  # only the last walk's findings are kept: its end-of-file checks alone run
             if kept is not None:

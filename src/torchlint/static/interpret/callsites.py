@@ -39,11 +39,13 @@ class CallSites:
     """Arguments seen at the calls of the file's own functions, by function node; calls of functions
     other project modules define, by (that module's path, qualified name), in ``foreign``."""
 
-    __slots__ = ("calls", "foreign", "here")
+    __slots__ = ("calls", "foreign", "here", "shapes")
 
-    def __init__(self, here: str = "", seeded: dict[int, tuple[cst.FunctionDef, list[Record]]] | None = None
-                 ) -> None:
-        """``here``: this file's path; ``seeded``: calls other files make to this file's functions."""
+    def __init__(self, here: str = "", seeded: dict[int, tuple[cst.FunctionDef, list[Record]]] | None = None,
+                 shapes: bool = True) -> None:
+        """``here``: this file's path; ``seeded``: calls other files make to this file's functions;
+        ``shapes``: whether tensor shapes are facts worth a re-walk (see `shapes_matter`)."""
+        self.shapes = shapes
         self.calls: dict[int, tuple[cst.FunctionDef, list[Record]]] = {
             key: (node, list(records)) for key, (node, records) in (seeded or {}).items()}
         self.foreign: dict[str, dict[str, list[Record]]] = {}  # resolved module path -> qualname -> calls
@@ -102,7 +104,7 @@ class CallSites:
                 if joined[name].tracked is None and not joined[name].kind:
                     joined[name] = joined[name].but(tracked=True)
             # a float parameter is its default (see walker) unless some call gives it another value
-            known = {name: value for name, value in joined.items() if informative(value) or (
+            known = {name: value for name, value in joined.items() if informative(value, self.shapes) or (
                 name in defaults and value.const != defaults[name].const)}
             if known:
                 result[key] = known
@@ -143,7 +145,14 @@ class CallSites:
         return frozenset(key for key, (_node, calls) in self.calls.items() if all(call[mode] for call in calls))
 
 
-def informative(value: Value) -> bool:
+def shapes_matter(source: str) -> bool:
+    """Shapes are followed across calls in files that batch data (a DataLoader, a Dataset, a
+    Lightning step): where TL605's evidence comes from. Elsewhere (library code) they would only
+    add re-walks."""
+    return any(word in source for word in ("DataLoader", "Dataset", "_step(", "_dataloader("))
+
+
+def informative(value: Value, shapes: bool = True) -> bool:
     """Something a rule can use: a class instance, a function, a tensor op's result, a probability.
 
     Plain numbers (``lr=1e-3``, ``eps=1e-8``) are left out: they rarely decide a finding and
@@ -153,7 +162,7 @@ def informative(value: Value) -> bool:
     if value.kind == "either":
         return True  # one of several project model classes
     if value.kind == "list":
-        return any(informative(item) for item in value.items)  # `f((xy, sigma))`: a tuple of tensors
+        return any(informative(item, shapes) for item in value.items)  # `f((xy, sigma))`: a tuple of tensors
     if value.kind in ("dataloader", "dataset"):
         return bool(value.items)  # what its batches hold
     if value.kind:
@@ -162,20 +171,21 @@ def informative(value: Value) -> bool:
     if value.op == "const" or value.op is None:
         # plain numbers: not worth a re-walk; a tensor of known rank is (a dataset built from arrays
         # of literal sizes gives batches with the loader's dim)
-        return value.tracked is True or value.prob or value.half or bool(value.shape)
+        return value.tracked is True or value.prob or value.half or (shapes and bool(value.shape))
     return True
 
 
 def signature(facts: dict[int, dict[str, Value]], grad_off: frozenset[int] = frozenset(),
-              fp16: frozenset[int] = frozenset()) -> Any:
+              fp16: frozenset[int] = frozenset(), shapes: bool = True) -> Any:
     """A cheap comparable form of the facts: did a re-walk learn anything new?
 
     A class is named by where it is defined, not by its object: each walk builds its classes anew,
     and an identity here would make every file whose calls pass an instance walk the maximum."""
     return sorted(grad_off), sorted(fp16), sorted(
         (key, name, v.kind, v.op, v.prob, v.zero, v.tracked, v.lo, v.hi, v.qual, _class_key(v.cls), v.desc,
-         v.rng is not None, v.shape, _shape_key(v),
-         tuple((i.op, i.tracked, i.prob, i.zero, i.shape) for i in v.items) if v.kind == "list" else ())
+         v.rng is not None, v.shape if shapes else None, _shape_key(v) if shapes else None,
+         tuple((i.op, i.tracked, i.prob, i.zero, i.shape if shapes else None) for i in v.items)
+         if v.kind == "list" else ())
         for key, params in facts.items() for name, v in params.items())
 
 
