@@ -146,10 +146,10 @@ class CallSites:
 
 
 def shapes_matter(source: str) -> bool:
-    """Shapes are followed across calls in files that batch data (a DataLoader, a Dataset, a
-    Lightning step): where TL605's evidence comes from. Elsewhere (library code) they would only
-    add re-walks."""
-    return any(word in source for word in ("DataLoader", "Dataset", "_step(", "_dataloader("))
+    """Shapes are followed across calls in training code (a DataLoader, a Dataset, a Lightning step,
+    a backward): where TL605's evidence comes from. Elsewhere (library code) they would only add
+    re-walks."""
+    return any(word in source for word in ("DataLoader", "Dataset", "_step(", "_dataloader(", ".backward("))
 
 
 def informative(value: Value, shapes: bool = True) -> bool:
