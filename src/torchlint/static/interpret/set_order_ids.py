@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from torchlint.static.interpret.context import FileContext
+from torchlint.static.interpret.frames import dotted_code
 from torchlint.static.traverse import code_scopes, nodes_of, statements_of
 
 _SET_CALLS = frozenset({"set", "frozenset"})
@@ -51,7 +52,7 @@ def _in_scope(ctx: FileContext, roots: list, numbering: dict[str, set[int]]) -> 
     for root in roots:
         for node in nodes_of(root, (cst.Assign,)):
             if len(node.targets) == 1:
-                key = _key(node.targets[0].target)
+                key = dotted_code(node.targets[0].target)
                 if key is not None:
                     defs.setdefault(key, []).append(node.value)
     found = []
@@ -101,12 +102,12 @@ def _numbered_later(made: cst.Call, roots: list, defs: dict[str, list], numberin
         for call in nodes_of(root, (cst.Call,)):
             name = _called(call)
             args = [arg.value for arg in call.args if arg.keyword is None and not arg.star]
-            if name == "enumerate" and args and _key(args[0]) in derived:
+            if name == "enumerate" and args and dotted_code(args[0]) in derived:
                 return call
-            if name == "index" and isinstance(call.func, cst.Attribute) and _key(call.func.value) in derived:
+            if name == "index" and isinstance(call.func, cst.Attribute) and dotted_code(call.func.value) in derived:
                 return call
             positions = numbering.get(name, set())
-            if any(index in positions and _key(arg) in derived for index, arg in enumerate(args)):
+            if any(index in positions and dotted_code(arg) in derived for index, arg in enumerate(args)):
                 return call
     return None
 
@@ -121,14 +122,14 @@ def _mentions(value, made: cst.Call, derived: set[str]) -> bool:
         return _mentions(value.for_in.iter, made, derived)
     if isinstance(value, cst.Call) and _called(value) in _TO_LIST and len(value.args) == 1:
         return _mentions(value.args[0].value, made, derived)
-    return _key(value) in derived
+    return dotted_code(value) in derived
 
 
 def _string_set(node, defs: dict[str, list], depth: int) -> bool:
     """A set shown to hold strings: `set(<strings>)`, `{w for t in texts for w in t.split()}`."""
     if depth > 3:
         return False
-    key = _key(node)
+    key = dotted_code(node)
     if key is not None:
         values = defs.get(key, ())
         return bool(values) and all(_string_set(value, defs, depth + 1) for value in values)
@@ -149,7 +150,7 @@ def _strings(node, defs: dict[str, list], depth: int, resolving: frozenset[str] 
         return False
     if isinstance(node, cst.IfExp):
         return _strings(node.body, defs, depth + 1, resolving) and _strings(node.orelse, defs, depth + 1, resolving)
-    key = _key(node)
+    key = dotted_code(node)
     if key is not None:
         if key in resolving:
             return True
@@ -193,7 +194,7 @@ def _counted_strings(node, defs: dict[str, list], depth: int) -> bool:
     if not (isinstance(node, cst.Call) and _called(node) in ("items", "most_common") and
             isinstance(node.func, cst.Attribute)):
         return False
-    values = defs.get(_key(node.func.value) or "", ())
+    values = defs.get(dotted_code(node.func.value) or "", ())
     return bool(values) and all(isinstance(value, cst.Call) and _called(value) == "Counter" and value.args and
                                 _strings(value.args[0].value, defs, depth + 1) for value in values)
 
@@ -240,12 +241,3 @@ def _numbering(function: cst.FunctionDef, skip_self: bool) -> set[int]:
 def _called(call: cst.Call) -> str:
     func = call.func
     return func.value if isinstance(func, cst.Name) else func.attr.value if isinstance(func, cst.Attribute) else ""
-
-
-def _key(node) -> str | None:
-    """`name` or `self.attr`, as a key of the scope's assignments."""
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name):
-        return f"{node.value.value}.{node.attr.value}"
-    return None
