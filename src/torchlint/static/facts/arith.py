@@ -51,7 +51,9 @@ def arith(op: str, left: Value, right: Value, left_node, right_node, node, fp16:
     if op == "Power":
         return _power(left, right, node, half)
     if op in ("BitAnd", "BitOr") and (left.op == "mask" or right.op == "mask"):
-        return Value(op="mask", lo=0.0, hi=1.0, zero=ROUTINE, desc="a boolean mask", tracked=False, node=node,
+        fixed = left.op == right.op == "mask" and left.zero == right.zero == NONE
+        return Value(op="mask", lo=0.0, hi=1.0, zero=NONE if fixed else ROUTINE, desc="a boolean mask",
+                     tracked=False, node=node,
                      checks=left.checks + right.checks)
     if op == "MatrixMultiply" and left.op == "normalize" and right.op == "normalize":
         # unit rows times unit columns: cosine similarities

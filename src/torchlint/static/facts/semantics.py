@@ -134,6 +134,8 @@ def _reduction(op: str, x: Value, node, half: bool, tracked) -> Value:
         # a count of selected elements: 0 whenever nothing in the batch is selected. A length mask
         # (`arange(t) < lengths`) summed over the whole batch is 0 only if every sequence is empty
         zero = DEGENERATE if x.desc == LENGTH_MASK and _whole(node) else ROUTINE
+        if x.zero == NONE:
+            zero = NONE  # a mask the code alone fixes (see interpret.fixed_values): the same count every call
         return Value(op="count", lo=0.0, hi=INF, zero=zero, desc="a count", of=x, tracked=False, node=node)
     desc = "a sum of squares" if x.op == "square" else f"a {op.replace('nan', '')}"
     zero = DEGENERATE if x.zero >= DEGENERATE and x.lo >= 0 else NONE

@@ -3,6 +3,8 @@ for a for loop over the loader and for the steps of a Lightning module fed by it
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import libcst as cst
 
 from torchlint.static.facts import shapes
@@ -28,15 +30,29 @@ def batched(sample: Value, dim: shapes.Dim = shapes.BATCH) -> Value:
         return Value(kind="list", items=tuple(batched(item, dim) for item in sample.items))
     if sample.kind == "dict":
         return Value(kind="dict", items=tuple(batched(item, dim) for item in sample.items), keys=sample.keys)
-    if sample.kind or sample.shape is None:
+    if sample.kind:
         return NOTHING
-    return Value(shape=sample.shape if dim == shapes.UNBATCHED else (dim, *sample.shape))
+    if sample.shape is None:
+        return sample  # stacking keeps what is known of the values (a mask, a count)
+    return replace(sample, shape=sample.shape if dim == shapes.UNBATCHED else (dim, *sample.shape))
+
+
+def collated(collate: Value) -> Value:
+    """What the program's own `collate_fn` returns: a function of the file's, or an instance of a
+    class with `__call__` (NOTHING for anything else: a lambda, a `partial`, a library collator)."""
+    if collate.kind == "instance" and collate.cls is not None:
+        collate = collate.cls.methods.get("__call__") or NOTHING
+    if collate.kind != "function" or collate.returns is None:
+        return NOTHING
+    return collate.returns
 
 
 def loader_batch(loader: Value) -> Value:
-    """A batch of a DataLoader whose dataset is known (NOTHING otherwise)."""
+    """A batch of a DataLoader whose dataset or collate function is known (NOTHING otherwise)."""
     if loader.kind != "dataloader" or not loader.items:
         return NOTHING
+    if len(loader.items) > 2:
+        return collated(loader.items[2])
     dim = loader.items[1].dim if len(loader.items) > 1 else shapes.BATCH
     return batched(sample_of(loader.items[0]), dim)
 
@@ -91,4 +107,38 @@ def trainer_batches(cls) -> list[tuple[Value, Value]]:
         batch = loader_batch(made)
         if batch is not NOTHING:
             found.append((method, batch))
+    return found
+
+
+# `trainer.fit(model, train_loader, val_loader)` and its siblings: which step each loader feeds, by
+# its position after the model and its keyword
+FED_STEPS = {
+    "fit": (("training_step", 1, "train_dataloaders", "train_dataloader"),
+            ("validation_step", 2, "val_dataloaders", "val_dataloader")),
+    "validate": (("validation_step", 1, "dataloaders", "val_dataloader"),),
+    "test": (("test_step", 1, "dataloaders", "test_dataloader"),),
+    "predict": (("predict_step", 1, "dataloaders", "predict_dataloader"),),
+}
+
+
+def fed_batches(method: str, values: list[Value], keywords: dict[str, Value]) -> list[tuple[Value, Value]]:
+    """(step method, batch) for a trainer call that hands a Lightning-style module of the file's the
+    loaders it trains on, directly or through a data module's loader methods."""
+    plan = FED_STEPS.get(method)
+    model = keywords.get("model") or (values[0] if values else NOTHING)
+    if plan is None or model.kind != "instance" or model.cls is None:
+        return []
+    module = keywords.get("datamodule") or NOTHING
+    found = []
+    for step, position, keyword, source in plan:
+        target = model.cls.find("methods", step)
+        if target is None:
+            continue
+        loader = keywords.get(keyword) or (values[position] if len(values) > position else NOTHING)
+        if loader is NOTHING and module.kind == "instance" and module.cls is not None:
+            made = module.cls.find("methods", source)
+            loader = made.returns if made is not None and made.returns is not None else NOTHING
+        batch = loader_batch(loader)
+        if batch is not NOTHING:
+            found.append((target, batch))
     return found

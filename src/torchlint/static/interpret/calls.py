@@ -90,11 +90,17 @@ class Calls:
                 sizes[len(passed) - 1] = arg.value
             elif arg.star == "*" and value.kind == "list" and value.items and not star:
                 passed.extend(value.items)  # `f(*make(), y)`: the items of a known tuple, in order
+            elif arg.star == "**" and value.kind == "dict" and value.items and all(value.keys) \
+                    and len(value.keys) == len(value.items):
+                keywords.update(zip(value.keys, value.items, strict=True))  # `model(**batch)`: a dict of known keys
             else:
                 star = True
         if info.form == "local" and ctx.call_sites is not None:
             ctx.call_sites.record(info.callee, isinstance(func, cst.Attribute), passed, keywords, star,
                                   self.scope.no_grad, self.fp16 > 0)
+        elif info.form == "method" and ctx.call_sites is not None and info.qual in batches.FED_STEPS:
+            for step, batch in batches.fed_batches(info.qual, values, keywords):  # `trainer.fit(model, loader)`
+                ctx.call_sites.record(step, True, [batch, NOTHING], {}, False)
 
         if info.qual in ops.FEATURE_CALLS or _is_layer(info.callee):
             _mark_features(ctx, values)
@@ -255,6 +261,8 @@ class Calls:
                 return receiver.but(half=False)
             if name in ("to", "type"):
                 return self._cast(info, receiver)
+            if name == "astype" and receiver.op == "mask":
+                return receiver.but(node=info.node)  # a NumPy boolean array as 0/1 numbers
             if name in ("parameters", "named_parameters"):
                 return Value(kind="params")
             if name in ("parse_args", "parse_known_args") and receiver.kind in (None, "argparser"):

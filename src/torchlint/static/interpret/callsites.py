@@ -19,7 +19,7 @@ import libcst as cst
 from torchlint.static.facts.values import NOTHING, Value, join
 from torchlint.static.importers import resolved
 from torchlint.static.interpret import batches, shape_params
-from torchlint.static.interpret.frames import float_default, params_of, positional_names
+from torchlint.static.interpret.frames import float_default, is_static, params_of, positional_names
 from torchlint.static.interpret.scopes import Body
 
 MAX_WALKS = 5  # the first walk and at most four re-walks with parameter facts (chains four calls deep)
@@ -64,6 +64,8 @@ class CallSites:
         node = target.body.node
         if not isinstance(node, cst.FunctionDef):
             return
+        if bound and node.decorators and is_static(node):
+            bound = False  # `self.pool(h, mask)` of a `@staticmethod`: h is its first parameter
         record = (bound, tuple(args), dict(kwargs), star, no_grad, fp16)
         origin = target.body.origin
         if origin and self.here and origin != self.here:
@@ -161,7 +163,7 @@ def informative(value: Value, shapes: bool = True) -> bool:
         return True  # a random generator, or an object built around one
     if value.kind == "either":
         return True  # one of several project model classes
-    if value.kind == "list":
+    if value.kind in ("list", "dict"):
         return any(informative(item, shapes) for item in value.items)  # `f((xy, sigma))`: a tuple of tensors
     if value.kind in ("dataloader", "dataset"):
         return bool(value.items)  # what its batches hold
@@ -185,7 +187,7 @@ def signature(facts: dict[int, dict[str, Value]], grad_off: frozenset[int] = fro
         (key, name, v.kind, v.op, v.prob, v.zero, v.tracked, v.lo, v.hi, v.qual, _class_key(v.cls), v.desc,
          v.rng is not None, v.shape if shapes else None, _shape_key(v) if shapes else None,
          tuple((i.op, i.tracked, i.prob, i.zero, i.shape if shapes else None) for i in v.items)
-         if v.kind == "list" else ())
+         if v.kind in ("list", "dict") else ())
         for key, params in facts.items() for name, v in params.items())
 
 

@@ -16,6 +16,7 @@ from torchlint.static.interpret.frames import (
     ClassInfo,
     Frame,
     float_default,
+    is_static,
     module_frame,
     params_of,
 )
@@ -97,8 +98,9 @@ class Definitions:
         frame = Frame(outer if outer.self_value is None else module_frame(outer))
         params = params_of(node.params)
         facts = self.ctx.param_facts.get(id(node), {})
+        bound = self_value is not None and not is_static(node)
         for index, param in enumerate(params):
-            if index == 0 and self_value is not None:
+            if index == 0 and bound:
                 frame.env[param.name.value] = self_value
             else:
                 frame.env[param.name.value] = facts.get(param.name.value) or float_default(param) or \

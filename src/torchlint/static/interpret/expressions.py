@@ -9,8 +9,8 @@ import libcst as cst
 from torchlint.static.facts import ops
 from torchlint.static.facts.arith import negate
 from torchlint.static.facts.semantics import LENGTH_MASK
-from torchlint.static.facts.values import NOTHING, ROUTINE, Value, constant, held_rng, join
-from torchlint.static.interpret import guards, shaping
+from torchlint.static.facts.values import NONE, NOTHING, ROUTINE, Value, constant, held_rng, join
+from torchlint.static.interpret import fixed_values, guards, shaping
 from torchlint.static.interpret.frames import Frame, params_of
 
 HALF_DTYPE = Value(kind="dtype", qual="torch.float16", half=True, tracked=False, desc="torch.float16")
@@ -54,6 +54,8 @@ class Expressions:
             found = owner.cls.attrs.get(attr)
             if found is not None and (found.kind is not None or found.half):
                 return found  # numeric state (self.count = 0; self.count += 1) is not tracked; a dtype is
+            if found is not None and found.op not in (None, "const") and "__getitem__" in owner.cls.methods:
+                return found  # a dataset's arrays, fixed where it is built: what its samples are cut from
             if found is not None and found.shape is not None:
                 return Value(shape=found.shape, node=node)  # a tensor it keeps: only its shape is known
         if attr == "shape" and owner.shape is not None and not owner.kind:
@@ -141,7 +143,8 @@ class Expressions:
         shape = None
         if len(operands) == 2 and not isinstance(node.comparisons[0].operator, (cst.In, cst.NotIn, cst.Is, cst.IsNot)):
             shape = shaping.elementwise(self.ctx, node, operands[0], operands[1])  # `pred == y`: an accuracy
-        return Value(op="mask", lo=0.0, hi=1.0, zero=ROUTINE, desc=desc, tracked=False, node=node,
+        zero = NONE if self.ctx.enclosing and fixed_values.is_fixed(self.ctx, node) else ROUTINE
+        return Value(op="mask", lo=0.0, hi=1.0, zero=zero, desc=desc, tracked=False, node=node,
                      checks=names, shape=shape)
 
     def _boolop(self, node: cst.BooleanOperation) -> Value:

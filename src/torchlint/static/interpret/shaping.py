@@ -13,6 +13,7 @@ import libcst as cst
 
 from torchlint.static.facts import shapes
 from torchlint.static.facts.values import NOTHING, Value
+from torchlint.static.interpret import batches
 from torchlint.static.interpret.context import CallInfo, FileContext
 from torchlint.static.interpret.frames import dotted_code
 from torchlint.static.interpret.loaders import DATALOADERS
@@ -505,9 +506,13 @@ def shaped(ctx: FileContext, info: CallInfo, receiver: Value, values: list[Value
     if result.kind and not (info.qual in DATALOADERS and values):
         return result
     if info.qual in DATALOADERS:  # what its batches are made of, and their batch dim
-        if "collate_fn" in info.kwargs or "batch_sampler" in info.kwargs:
-            return result  # batches made by the program's own code
-        return result.but(items=(values[0], Value(dim=_batch_dim(info.param(1, "batch_size")))))
+        if "batch_sampler" in info.kwargs:
+            return result  # batches of the program's own sizes
+        dim = Value(dim=_batch_dim(info.param(1, "batch_size")))
+        if "collate_fn" in info.kwargs:  # batches made by the program's own code: what it returns
+            collate = ctx.value(info.kwargs["collate_fn"])
+            return result if batches.collated(collate) is NOTHING else result.but(items=(values[0], dim, collate))
+        return result.but(items=(values[0], dim))
     shape = call_shape(ctx, info, receiver, values)
     if shape == result.shape:
         return result
