@@ -129,3 +129,124 @@ CASES = {
 def test_batch_flows(name):
     body, expected = CASES[name]
     assert codes_lines_after(HEAD, body) == expected
+
+
+MORE = {
+    "a mask written into a zeros buffer per frame, kept in a list, divided by per clip": ("""
+        class Clips(Dataset):
+            def __init__(self, n, rng):
+                self.masks = []
+                for _ in range(n):
+                    msk = np.zeros((4, 8, 8), np.float32)
+                    for f in range(4):
+                        msk[f] = (rng.rand(8, 8) > 0.9).astype(np.float32)
+                    self.masks.append(msk)
+
+            def __len__(self):
+                return len(self.masks)
+
+            def __getitem__(self, i):
+                return {"masks": torch.from_numpy(self.masks[i])}
+
+        def train(model, rng):
+            for batch in DataLoader(Clips(100, rng), batch_size=4):
+                masks = batch["masks"]
+                loss = (model(masks) * masks).sum([1, 2, 3]) / masks.sum([1, 2, 3])
+                loss.mean().backward()
+        """, {("TL106", 19)}),
+    "per-term losses summed in a loop, returned in a list with their sum, the sum accumulated": ("""
+        class Trainer:
+            def __init__(self, model, optimizer):
+                self.model, self.optimizer = model, optimizer
+
+            def step(self, x, ys):
+                self.optimizer.zero_grad()
+                out = self.model(x)
+                cls_loss, box_loss = 0.0, 0.0
+                for y in ys:
+                    cls_loss = cls_loss + torch.nn.functional.cross_entropy(out, y)
+                    box_loss = box_loss + torch.nn.functional.smooth_l1_loss(out, y.float())
+                losses = [cls_loss / len(ys), box_loss / len(ys)]
+                losses = losses + [sum(losses)]
+                losses[-1].backward()
+                self.optimizer.step()
+                return losses
+
+        def fit(trainer, loader):
+            total_loss = 0
+            for x, ys in loader:
+                cls, box, total = trainer.step(x, ys)
+                total_loss += total
+            return total_loss
+
+        def main(loader):
+            model = nn.Linear(8, 3)
+            fit(Trainer(model, torch.optim.SGD(model.parameters(), lr=0.1)), loader)
+        """, {("TL402", 22)}),
+    "the same with the number kept": ("""
+        class Trainer:
+            def __init__(self, model, optimizer):
+                self.model, self.optimizer = model, optimizer
+
+            def step(self, x, ys):
+                self.optimizer.zero_grad()
+                out = self.model(x)
+                cls_loss, box_loss = 0.0, 0.0
+                for y in ys:
+                    cls_loss = cls_loss + torch.nn.functional.cross_entropy(out, y)
+                    box_loss = box_loss + torch.nn.functional.smooth_l1_loss(out, y.float())
+                losses = [cls_loss / len(ys), box_loss / len(ys)]
+                losses = losses + [sum(losses)]
+                losses[-1].backward()
+                self.optimizer.step()
+                return losses
+
+        def fit(trainer, loader):
+            total_loss = 0
+            for x, ys in loader:
+                cls, box, total = trainer.step(x, ys)
+                total_loss += total.item()
+            return total_loss
+
+        def main(loader):
+            model = nn.Linear(8, 3)
+            fit(Trainer(model, torch.optim.SGD(model.parameters(), lr=0.1)), loader)
+        """, set()),
+    "a ReLU output's border zeroed in place in forward": ("""
+        class Attention(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.conv = nn.Conv2d(1, 1, 3, padding=1)
+                self.relu = nn.ReLU()
+
+            def forward(self, x):
+                att = self.relu(self.conv(x.sum(1, keepdim=True)))
+                att[:, :, :, 0] = 0
+                att[:, :, :, -1] = 0
+                return x + att * x
+        """, {("TL203", 9)}),
+    "the same on a copy": ("""
+        class Attention(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.conv = nn.Conv2d(1, 1, 3, padding=1)
+                self.relu = nn.ReLU()
+
+            def forward(self, x):
+                att = self.relu(self.conv(x.sum(1, keepdim=True))).clone()
+                att[:, :, :, 0] = 0
+                return x + att * x
+        """, set()),
+    "data preprocessing: a root of degrees patched in place, nothing recorded": ("""
+        def normalised(adjacency):
+            degree = torch.sqrt(1 / adjacency.sum(dim=1))
+            degree[degree == float("inf")] = 0
+            return torch.diag(degree) @ adjacency @ torch.diag(degree)
+        """, set()),
+}
+
+
+@pytest.mark.parametrize("name", MORE)
+def test_values_through_containers_and_writes(name):
+    body, expected = MORE[name]
+    assert codes_lines_after(HEAD, body) == expected

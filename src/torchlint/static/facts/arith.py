@@ -31,6 +31,8 @@ def square(base: Value, node, half: bool) -> Value:
 def arith(op: str, left: Value, right: Value, left_node, right_node, node, fp16: bool) -> Value:
     """The value of `left <op> right` (op is the LibCST operator class name)."""
     node = node if node is not None else left_node
+    if op == "Add" and left.kind == "list" == right.kind:
+        return Value(kind="list", items=left.items + right.items, node=node)  # `losses + [sum(losses)]`
     left, right = numeric(left), numeric(right)
     if left.kind or right.kind:
         return NOTHING

@@ -230,6 +230,9 @@ class Calls:
                 return batches.next_batch(self.ctx, node)  # `next(iter(loader))`: one batch
             if isinstance(node.func, cst.Name) and node.func.value == "open" and callee is NOTHING:
                 return Value(kind="file", node=node)  # `with open(path, "wb") as f`: f writes to path
+            if isinstance(node.func, cst.Name) and node.func.value == "sum" and callee is NOTHING and values \
+                    and values[0].kind == "list" and any(item.tracked for item in values[0].items):
+                return Value(op="add", tracked=True, node=node, desc="a sum")  # `sum(losses)`: a tensor with history
             if isinstance(node.func, cst.Name) and node.func.value in ops.PYTHON_NUMBERS:
                 if node.func.value == "len" and values and values[0].shape and not values[0].kind:
                     return Value(tracked=False, node=node, dim=values[0].shape[0])  # the size of its first dim

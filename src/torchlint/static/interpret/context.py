@@ -90,6 +90,7 @@ class FileContext:
     pending: list[Pending] = field(default_factory=list)
     module_body: Body | None = None
     loops: list[Body] = field(default_factory=list)
+    item_writes: list[tuple[cst.Subscript, Scope]] = field(default_factory=list)  # `x[i] = v`, grad mode on
     scopes: dict[int, Scope] = field(default_factory=dict)  # for non-call events
     functions: list[Body] = field(default_factory=list)  # every function body, in file order
     enclosing: list[cst.FunctionDef] = field(default_factory=list)  # the functions being walked, innermost last

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from torchlint.static.facts.values import NOTHING, Value, join
+from torchlint.static.facts.values import NOTHING, Value, join, same_class
 from torchlint.static.interpret import batches
 from torchlint.static.interpret.frames import (
     ClassInfo,
@@ -103,8 +103,8 @@ class Definitions:
             if index == 0 and bound:
                 frame.env[param.name.value] = self_value
             else:
-                frame.env[param.name.value] = facts.get(param.name.value) or float_default(param) or \
-                    self._annotated(param)
+                frame.env[param.name.value] = self._current(facts.get(param.name.value)) or \
+                    float_default(param) or self._annotated(param)
         self.frame = frame
         self.fp16 += fp16
         outer_scope = self.scope
@@ -131,6 +131,17 @@ class Definitions:
         value = Value(kind="function", returns=returns, body=body, grad_off=frame.grad_off)
         if self_value is None:
             outer.env[node.name.value] = value
+        return value
+
+    def _current(self, value: Value | None) -> Value | None:
+        """A parameter's learned value, with an instance of a class of this file moved to this walk's
+        class: the previous walk's one holds what its methods returned before this walk learned more."""
+        if value is None or value.kind != "instance" or value.cls is None:
+            return value
+        known = self.frame.lookup(value.cls.name)
+        if known.kind == "class" and known.cls is not None and known.cls is not value.cls and \
+                same_class(known.cls, value.cls):
+            return value.but(cls=known.cls)
         return value
 
     def _annotated(self, param: cst.Param) -> Value:

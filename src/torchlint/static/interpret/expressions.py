@@ -82,6 +82,9 @@ class Expressions:
         result = self._subscript_value(node)
         base = self.ctx.value(node.value)
         if base.kind == "list" and result is NOTHING:
+            if base.items and base.qual != "shape" and all(item is base.items[0] for item in base.items) and \
+                    len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
+                return base.items[0]  # a list of one value (grown by one `append` in a loop): any item is it
             return shaping.list_item(node, base)  # `x.shape[0]`, `batch[1]`: what is known of its shape
         if result.kind or base.kind == "dict":
             return result

@@ -16,7 +16,15 @@ from dataclasses import replace
 
 import libcst as cst
 
-from torchlint.static.facts.values import DEGENERATE, NOTHING, Value, constant, join, literal_number
+from torchlint.static.facts.values import (
+    DEGENERATE,
+    NOTHING,
+    ROUTINE,
+    Value,
+    constant,
+    join,
+    literal_number,
+)
 from torchlint.static.interpret import batches, guards, shaping
 from torchlint.static.interpret.calls import Calls
 from torchlint.static.interpret.context import FileContext
@@ -424,6 +432,8 @@ class Walker(Definitions, Expressions, Calls):
                 owner.cls.attrs[target.attr.value] = value
         elif isinstance(target, cst.Subscript):
             self.expr(target)
+            if not self.scope.no_grad and self.ctx.value(target.value).op is not None:
+                self.ctx.item_writes.append((target, self.scope))  # `att[:, 0] = 0`: written in place (TL203)
             if _is_data(target.value):
                 self.data_write(target.value)
             if isinstance(target.value, cst.Name):
@@ -442,6 +452,9 @@ class Walker(Definitions, Expressions, Calls):
                 elif value.op == "exp" and old.op == "const" and old.const == 0 and not old.kind:
                     # `out = torch.zeros(n); out[i] = exp(s)`: a buffer of exps (a copy: not exp's output)
                     self.frame.env[name] = value.but(node=None)
+                elif value.op == "mask" and old.op == "const" and old.const == 0 and not old.kind:
+                    # `m = np.zeros(shape); m[:, t] = blob > 0.3`: a mask, 0 also wherever nothing was written
+                    self.frame.env[name] = value.but(node=None, zero=ROUTINE, shape=old.shape)
                 elif not old.kind:  # `m[mask] = -1`: filled piecewise, its elements are not all equal
                     self.frame.env[name] = join(old, value).but(op="piecewise")
 
@@ -460,18 +473,30 @@ def _merge(before: dict[str, Value], first: dict[str, Value], second: dict[str, 
         if other is None:
             merged[name] = value
         elif other is not value:
-            merged[name] = _filled(value, other) or join(value, other)
+            merged[name] = _filled(value, other) or _accumulated(value, other) or join(value, other)
     for name, value in second.items():
         if name in before and name not in first and before[name] is not value:
-            merged[name] = _filled(before[name], value) or join(before[name], value)
+            merged[name] = _filled(before[name], value) or _accumulated(before[name], value) or \
+                join(before[name], value)
     return merged
 
 
 def _filled(a: Value, b: Value) -> Value | None:
-    """A zero buffer on one path, that buffer filled with exps on the other (`out[i] = exp(s)` in a
-    loop or a branch): the exps are what a later normalisation divides."""
+    """A zero buffer on one path, that buffer filled with exps or masks on the other (`out[i] = exp(s)`
+    in a loop or a branch): the exps are what a later normalisation divides, the mask what it counts."""
     for empty, full in ((a, b), (b, a)):
-        if empty.op == "const" and empty.const == 0 and not empty.kind and full.op == "exp" and full.node is None:
+        if empty.op == "const" and empty.const == 0 and not empty.kind and full.op in ("exp", "mask") and \
+                full.node is None:
+            return full
+    return None
+
+
+def _accumulated(a: Value, b: Value) -> Value | None:
+    """A number 0 on one path, a sum with history on the other (`total = 0.0`, then `total = total +
+    loss` in a loop): the accumulated tensor, since the 0 stays only where nothing was added."""
+    for empty, full in ((a, b), (b, a)):
+        if empty.op == "const" and empty.const == 0 and not empty.kind and full.op == "add" and \
+                full.tracked is True and not full.kind:
             return full
     return None
 

@@ -92,6 +92,13 @@ class InplaceOnSavedTensor(Rule):
         modules whose forward writes into the tensor a caller already gave a layer."""
         if "forward" in ctx.source:
             _caller_tensors_written(self.info, ctx)
+        written: set[int] = set()
+        for target, scope in ctx.item_writes:  # `att = self.relu(att); att[:, 0] = 0`: the first write to each
+            value = ctx.value(target.value)
+            if id(value) not in written and (value.tracked is True or scope.function == "forward"):
+                written.add(id(value))
+                self._check(ctx, target, target.value, "the item assignment",
+                            f"Write into a copy (`{ctx.code(target.value, 20)}.clone()`) or build it out of place")
         flipped = _flipped(ctx)
         if not flipped:
             return
@@ -121,7 +128,7 @@ class InplaceOnSavedTensor(Rule):
         if not ctx.scope_of(node).no_grad:
             self._check(ctx, node, node.target, f"`{ctx.code(node.operator).strip()}`")
 
-    def _check(self, ctx: FileContext, node, target, op: str) -> None:
+    def _check(self, ctx: FileContext, node, target, op: str, advice: str = "Use the out-of-place form") -> None:
         value = ctx.value(target)
         producer = ctx.call(value.node)
         # an nn.Sequential's output is its last layer's (`Sequential(conv, ReLU(inplace=True))`)
@@ -134,8 +141,7 @@ class InplaceOnSavedTensor(Rule):
         ctx.report(
             self.info, node,
             f"`{ctx.code(node)}`: {op} overwrites `{ctx.code(target, 30)}`, the output of {value.op}, which "
-            f"{value.op}'s backward reads: backward fails with \"modified by an inplace operation\". Use the "
-            "out-of-place form",
+            f"{value.op}'s backward reads: backward fails with \"modified by an inplace operation\". {advice}",
         )
 
 

@@ -58,7 +58,8 @@ class GraphKeptAlive(Rule):
                         f"its autograd graph: memory grows every step. Store `{holders[shape]}.detach()` (or "
                         "`.item()`) in it first, or keep only the numbers you need",
                     )
-                elif value.op in LOSS_OPS or value.op == "matmul" or shape in receivers:
+                elif value.op in LOSS_OPS or value.op == "matmul" or shape in receivers or \
+                        (value.tracked is True and value.op is not None and not value.kind):
                     ctx.report(
                         self.info, node,
                         f"`{ctx.code(node)}` keeps `{ctx.code(target, 30)}` as a tensor that still carries its "
