@@ -237,6 +237,39 @@ MORE = {
                 att[:, :, :, 0] = 0
                 return x + att * x
         """, set()),
+    "a coupling layer's helper scales the tanh of a chunk in place": ("""
+        class Coupling(nn.Module):
+            def __init__(self, dim):
+                super().__init__()
+                self.net = nn.Sequential(nn.Linear(dim, 64), nn.ReLU(), nn.Linear(64, 2 * dim))
+                self.scale = nn.Parameter(torch.ones(dim))
+
+            def _scale_shift(self, x):
+                s, t = self.net(x).chunk(2, dim=1)
+                s = torch.tanh(s)
+                s *= self.scale
+                return s, t
+
+            def forward(self, x):
+                s, t = self._scale_shift(x)
+                return x * torch.exp(s) + t, s.sum(dim=1)
+        """, {("TL203", 10)}),
+    "the same, scaled out of place": ("""
+        class Coupling(nn.Module):
+            def __init__(self, dim):
+                super().__init__()
+                self.net = nn.Sequential(nn.Linear(dim, 64), nn.ReLU(), nn.Linear(64, 2 * dim))
+                self.scale = nn.Parameter(torch.ones(dim))
+
+            def _scale_shift(self, x):
+                s, t = self.net(x).chunk(2, dim=1)
+                s = torch.tanh(s) * self.scale
+                return s, t
+
+            def forward(self, x):
+                s, t = self._scale_shift(x)
+                return x * torch.exp(s) + t, s.sum(dim=1)
+        """, set()),
     "data preprocessing: a root of degrees patched in place, nothing recorded": ("""
         def normalised(adjacency):
             degree = torch.sqrt(1 / adjacency.sum(dim=1))

@@ -256,6 +256,11 @@ class Calls:
                 return receiver.but(tracked=False)
             if name in ops.COPY_METHODS and receiver.op is not None and not receiver.kind:
                 return receiver.but(node=info.node)  # same values, a different tensor
+            if name == "chunk" and not receiver.kind and receiver is not NOTHING and info.args and \
+                    isinstance(info.args[0], cst.Integer) and 1 < int(info.args[0].value) <= 16:
+                # `s, t = h.chunk(2, dim=1)`: pieces of h, each its own tensor (`s - t` is no `h - h`)
+                return Value(kind="list", node=node, items=tuple(
+                    Value(tracked=receiver.tracked, half=receiver.half) for _ in range(int(info.args[0].value))))
             if name in ops.TRANSPARENT_METHODS:
                 return receiver
             if name in ops.HALF_METHODS:

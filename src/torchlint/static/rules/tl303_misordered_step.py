@@ -7,6 +7,7 @@ from torchlint.rule import RuleInfo
 from torchlint.static.interpret.context import FileContext
 from torchlint.static.rules.base import Rule
 from torchlint.static.interpret.accumulation import cleared_inner_loops, schedule_counts_updates
+from torchlint.static.interpret.input_gradients import input_gradient
 from torchlint.static.interpret.periodic import is_periodic
 from torchlint.static.interpret.scopes import Body
 from torchlint.static.interpret.training import (BACKWARD, CLIP, SCHEDULE, STEP, ZERO_GRAD, Action, actions,
@@ -115,9 +116,10 @@ class MisorderedStep(Rule):
         self._check_schedule(ctx, steps)
         pending_backward = False
         stepped = False
+        multiple = kinds.count(BACKWARD) > 1
         for index, action in enumerate(steps):
-            if action.kind == BACKWARD:
-                pending_backward, stepped = True, False
+            if action.kind == BACKWARD and not (multiple and input_gradient(ctx, action)):
+                pending_backward, stepped = True, False  # (a backward for an input's gradient is no loss's)
             elif action.kind == STEP:
                 pending_backward, stepped = False, True
             elif action.kind == ZERO_GRAD and pending_backward and STEP in kinds[index:]:
