@@ -111,6 +111,12 @@ CASES = {
             for batch in DataLoader(data, batch_size=8, collate_fn=collate):
                 model(**batch).sum().backward()
         """, {("TL106", 16)}),
+    "targets not marked ignored, counted over the whole batch: 0 only if every target is": ("""
+        def token_accuracy(model, src, tgt):
+            pred = model(src).argmax(-1)
+            valid = tgt != -100
+            return ((pred == tgt) & valid).sum().item() / valid.sum().item()
+        """, set()),
     "a mask of a fixed coordinate grid: the same positive count on every call": ("""
         def center_mean(images):
             yy, xx = np.mgrid[0:16, 0:16] - 7.5

@@ -133,7 +133,8 @@ def _reduction(op: str, x: Value, node, half: bool, tracked) -> Value:
     if x.op == "mask" and op in ("sum", "nansum"):
         # a count of selected elements: 0 whenever nothing in the batch is selected. A length mask
         # (`arange(t) < lengths`) summed over the whole batch is 0 only if every sequence is empty
-        zero = DEGENERATE if x.desc == LENGTH_MASK and _whole(node) else ROUTINE
+        # (a length or padding mask summed over the whole batch is 0 only if every position is padding)
+        zero = DEGENERATE if x.desc in (LENGTH_MASK, PADDING_MASK) and _whole(node) else ROUTINE
         if x.zero == NONE:
             zero = NONE  # a mask the code alone fixes (see interpret.fixed_values): the same count every call
         return Value(op="count", lo=0.0, hi=INF, zero=zero, desc="a count", of=x, tracked=False, node=node)
@@ -234,6 +235,7 @@ def _has_minlength(node) -> bool:
 
 
 LENGTH_MASK = "a length mask"  # the desc of `arange(t) < lengths` (interpret/expressions.py)
+PADDING_MASK = "a padding mask"  # `ids != PAD`, `labels != -100`: the positions not marked empty
 
 
 def _whole(node) -> bool:

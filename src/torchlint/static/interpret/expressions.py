@@ -8,7 +8,7 @@ import libcst as cst
 
 from torchlint.static.facts import ops
 from torchlint.static.facts.arith import negate
-from torchlint.static.facts.semantics import LENGTH_MASK
+from torchlint.static.facts.semantics import LENGTH_MASK, PADDING_MASK
 from torchlint.static.facts.values import NONE, NOTHING, ROUTINE, Value, constant, held_rng, join
 from torchlint.static.interpret import fixed_values, guards, shaping
 from torchlint.static.interpret.frames import Frame, params_of
@@ -139,7 +139,7 @@ class Expressions:
             operands.append(self.expr(target.comparator))
         # `arange(t)[None] < lengths[:, None]`: positions against lengths, a padding mask
         desc = LENGTH_MASK if any(v.op == "arange" for v in operands) or _up_to_first(node, operands) \
-            else "a boolean mask"
+            else PADDING_MASK if _not_marker(node, operands) else "a boolean mask"
         names = tuple(guards.checked_names(node))
         if all(isinstance(t.operator, (cst.Equal, cst.LessThan, cst.LessThanEqual)) for t in node.comparisons):
             names += tuple(f"{name}<=0" for name in names)  # true where the name is 0: `(d2 == 0)`, `d2 < eps`
@@ -241,6 +241,12 @@ class Expressions:
             return result
         shape = shaping.binop_shape(self.ctx, node, left, right)
         return result if shape == result.shape else replace(result, shape=shape)
+
+
+def _not_marker(node: cst.Comparison, operands: list[Value]) -> bool:
+    """`ids != PAD`, `labels != -100`: the positions that do not hold a padding or ignore marker."""
+    return len(node.comparisons) == 1 and isinstance(node.comparisons[0].operator, cst.NotEqual) and \
+        operands[1].op == "const" and operands[1].const is not None
 
 
 def _up_to_first(node: cst.Comparison, operands: list[Value]) -> bool:
