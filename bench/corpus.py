@@ -258,7 +258,7 @@ def write_docs(per_rule: dict[str, Counter], lines: int) -> None:
         elif not counts:
             sentence = "no findings"
         else:
-            sentence = (f"{sum(counts.values())} findings judged {counts['TRUE']} true, {counts['FALSE']} false, "
+            sentence = (f"{sum(counts.values())} finding{'' if sum(counts.values()) == 1 else 's'} judged {counts['TRUE']} true, {counts['FALSE']} false, "
                         f"{counts['NOISE']} noise ({_precision(counts)} precision)")
         line = (f"{MEASURED} (`python bench/corpus.py`: {len(PROJECTS)} public projects, "
                 f"{lines / 1000:.0f} KLOC, each finding judged by reading the code): {sentence}.")

@@ -36,6 +36,8 @@ from torchlint.static.rules.tl504_rng_shared_by_workers import RngSharedByWorker
 from torchlint.static.rules.tl505_seed_after_init import SeedAfterInit
 from torchlint.static.rules.tl506_split_drawn_twice import SplitDrawnTwice
 from torchlint.static.rules.tl507_ids_from_set_order import IdsFromSetOrder
+from torchlint.static.rules.tl508_overlapping_split import OverlappingSplit
+from torchlint.static.rules.tl509_seed_before_spawn import SeedBeforeSpawn
 from torchlint.static.rules.tl603_output_target_broadcast import OutputTargetBroadcast
 from torchlint.static.rules.tl604_reshape_moves_dim import ReshapeMovesDim
 from torchlint.static.rules.tl605_misaligned_broadcast import MisalignedBroadcast
@@ -125,6 +127,8 @@ STATIC_RULES: tuple[Rule, ...] = (
     SeedAfterInit(),
     SplitDrawnTwice(),
     IdsFromSetOrder(),
+    OverlappingSplit(),
+    SeedBeforeSpawn(),
     UnsafeLoad(),
     LoadNeedsWeightsOnlyFalse(),
     LoadPicklesOnOldTorch(),
