@@ -137,6 +137,25 @@ def test_batch_flows(name):
     assert codes_lines_after(HEAD, body) == expected
 
 
+TRAINER = """
+        class Trainer:
+            def __init__(self, model, optimizer):
+                self.model, self.optimizer = model, optimizer
+
+            def step(self, x, ys):
+                self.optimizer.zero_grad()
+                out = self.model(x)
+                cls_loss, box_loss = 0.0, 0.0
+                for y in ys:
+                    cls_loss = cls_loss + torch.nn.functional.cross_entropy(out, y)
+                    box_loss = box_loss + torch.nn.functional.smooth_l1_loss(out, y.float())
+                losses = [cls_loss / len(ys), box_loss / len(ys)]
+                losses = losses + [sum(losses)]
+                losses[-1].backward()
+                self.optimizer.step()
+                return losses
+"""
+
 MORE = {
     "a mask written into a zeros buffer per frame, kept in a list, divided by per clip": ("""
         class Clips(Dataset):
@@ -160,24 +179,7 @@ MORE = {
                 loss = (model(masks) * masks).sum([1, 2, 3]) / masks.sum([1, 2, 3])
                 loss.mean().backward()
         """, {("TL106", 19)}),
-    "per-term losses summed in a loop, returned in a list with their sum, the sum accumulated": ("""
-        class Trainer:
-            def __init__(self, model, optimizer):
-                self.model, self.optimizer = model, optimizer
-
-            def step(self, x, ys):
-                self.optimizer.zero_grad()
-                out = self.model(x)
-                cls_loss, box_loss = 0.0, 0.0
-                for y in ys:
-                    cls_loss = cls_loss + torch.nn.functional.cross_entropy(out, y)
-                    box_loss = box_loss + torch.nn.functional.smooth_l1_loss(out, y.float())
-                losses = [cls_loss / len(ys), box_loss / len(ys)]
-                losses = losses + [sum(losses)]
-                losses[-1].backward()
-                self.optimizer.step()
-                return losses
-
+    "per-term losses summed in a loop, returned in a list with their sum, the sum accumulated": (TRAINER + """
         def fit(trainer, loader):
             total_loss = 0
             for x, ys in loader:
@@ -189,24 +191,7 @@ MORE = {
             model = nn.Linear(8, 3)
             fit(Trainer(model, torch.optim.SGD(model.parameters(), lr=0.1)), loader)
         """, {("TL402", 22)}),
-    "the same with the number kept": ("""
-        class Trainer:
-            def __init__(self, model, optimizer):
-                self.model, self.optimizer = model, optimizer
-
-            def step(self, x, ys):
-                self.optimizer.zero_grad()
-                out = self.model(x)
-                cls_loss, box_loss = 0.0, 0.0
-                for y in ys:
-                    cls_loss = cls_loss + torch.nn.functional.cross_entropy(out, y)
-                    box_loss = box_loss + torch.nn.functional.smooth_l1_loss(out, y.float())
-                losses = [cls_loss / len(ys), box_loss / len(ys)]
-                losses = losses + [sum(losses)]
-                losses[-1].backward()
-                self.optimizer.step()
-                return losses
-
+    "the same with the number kept": (TRAINER + """
         def fit(trainer, loader):
             total_loss = 0
             for x, ys in loader:
