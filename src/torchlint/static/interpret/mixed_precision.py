@@ -13,7 +13,7 @@ from typing import Any
 
 import libcst as cst
 
-from torchlint.static.interpret.calls import autocast_dtype
+from torchlint.static.interpret.autocast import autocast_dtype
 from torchlint.static.interpret.context import FileContext
 
 SCALERS = frozenset({"torch.cuda.amp.GradScaler", "torch.amp.GradScaler", "torch.cpu.amp.GradScaler",

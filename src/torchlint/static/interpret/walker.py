@@ -34,6 +34,7 @@ from torchlint.static.interpret.frames import (
     Frame,
     dotted,
 )
+from torchlint.static.interpret.merging import merge
 from torchlint.static.interpret.scopes import MODULE_SCOPE, Body, Mark
 
 Handler = Callable[[FileContext, object], None]
@@ -307,7 +308,7 @@ class Walker(Definitions, Expressions, Calls):
                     self.body(node.orelse)
             finally:
                 self.scope = outer_scope
-        self.frame.env = _merge(before, after_then, self.frame.env)
+        self.frame.env = merge(before, after_then, self.frame.env)
         if node.orelse is None and guards.exits(node.body):
             self.scope = replace(outer_scope, gates=otherwise)  # the rest of the block: only when the test fails
 
@@ -344,7 +345,7 @@ class Walker(Definitions, Expressions, Calls):
             self.scope = outer_scope
         if node.orelse is not None:
             self.body(node.orelse)
-        self.frame.env = _merge(before, before, self.frame.env)
+        self.frame.env = merge(before, before, self.frame.env)
 
     def _for(self, node: cst.For) -> None:
         def header() -> Value:
@@ -464,41 +465,6 @@ class Walker(Definitions, Expressions, Calls):
 
 def _is_data(node) -> bool:
     return isinstance(node, cst.Attribute) and node.attr.value == "data"
-
-
-def _merge(before: dict[str, Value], first: dict[str, Value], second: dict[str, Value]) -> dict[str, Value]:
-    merged = dict(second)
-    for name, value in first.items():
-        other = second.get(name)
-        if other is None:
-            merged[name] = value
-        elif other is not value:
-            merged[name] = _filled(value, other) or _accumulated(value, other) or join(value, other)
-    for name, value in second.items():
-        if name in before and name not in first and before[name] is not value:
-            merged[name] = _filled(before[name], value) or _accumulated(before[name], value) or \
-                join(before[name], value)
-    return merged
-
-
-def _filled(a: Value, b: Value) -> Value | None:
-    """A zero buffer on one path, that buffer filled with exps or masks on the other (`out[i] = exp(s)`
-    in a loop or a branch): the exps are what a later normalisation divides, the mask what it counts."""
-    for empty, full in ((a, b), (b, a)):
-        if empty.op == "const" and empty.const == 0 and not empty.kind and full.op in ("exp", "mask") and \
-                full.node is None:
-            return full
-    return None
-
-
-def _accumulated(a: Value, b: Value) -> Value | None:
-    """A number 0 on one path, a sum with history on the other (`total = 0.0`, then `total = total +
-    loss` in a loop): the accumulated tensor, since the 0 stays only where nothing was added."""
-    for empty, full in ((a, b), (b, a)):
-        if empty.op == "const" and empty.const == 0 and not empty.kind and full.op == "add" and \
-                full.tracked is True and not full.kind:
-            return full
-    return None
 
 
 def _mentions(node, word: str) -> bool:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from torchlint.rule import RuleInfo
-from torchlint.static.interpret.calls import autocast_dtype
+from torchlint.static.interpret.autocast import autocast_dtype
 from torchlint.static.interpret.context import CallInfo, FileContext
 from torchlint.static.interpret.training import BACKWARD, body_entries, innermost_training_loops, uses_scaler
 from torchlint.static.rules.base import Rule
