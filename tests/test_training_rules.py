@@ -1948,6 +1948,26 @@ CASES = {
             return stoi, first_seen, label_ids, {k: len(kept) for k in counts}
         torch.manual_seed(0)
         """, set()),
+    "a split made by shuffling a list of a set of speaker names (a str field of a dataclass)": ("""
+        import random
+        from dataclasses import dataclass
+        import torch
+        @dataclass
+        class Utterance:
+            speaker: str
+            label: int
+        def speaker_split(utts, seed):
+            speakers = list({u.speaker for u in utts})
+            random.Random(seed).shuffle(speakers)
+            return set(speakers[:2])
+        def ordered_split(utts, seed):
+            speakers = sorted({u.speaker for u in utts})
+            random.Random(seed).shuffle(speakers)
+            labels = list({u.label for u in utts})
+            random.Random(seed).shuffle(labels)
+            return set(speakers[:2]), labels
+        torch.manual_seed(0)
+        """, {("TL507", 10)}),
     # TL505
     "seeded after the model is built, directly and through a seeding helper": ("""
         import random

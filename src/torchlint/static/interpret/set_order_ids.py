@@ -10,6 +10,9 @@ alone: the set must be shown to hold strings (words from `.split()`, the charact
 Found where the numbering is visible in the file: `enumerate` of the set, or of a list made from it
 (through names, list concatenations and filtering comprehensions in one scope), `.index()` on such a
 list, or such a list passed to one of the file's functions or classes that enumerates that parameter.
+A list made from the set and then shuffled or sampled (`random.Random(seed).shuffle(speakers)`) is
+found too: a seeded shuffle permutes the starting order, so the split it makes still differs per run.
+Strings are also the values of a class field annotated `str` (`speaker: str` in a dataclass).
 """
 
 from __future__ import annotations
@@ -27,18 +30,22 @@ _SET_CALLS = frozenset({"set", "frozenset"})
 _SET_COMPREHENSION = re.compile(r"\{[^{}:\n]*\bfor\b")  # `{w for ...}`, not a dict comprehension
 _TO_LIST = frozenset({"list", "tuple"})
 _STRING_METHODS = frozenset({"read", "lower", "upper", "strip", "join", "replace", "decode", "casefold"})
+_SHUFFLES = frozenset({"shuffle", "permutation", "sample", "choice", "choices"})  # order-dependent draws
+_STR_FIELDS = "<str fields>"  # in `defs`: the class fields the file annotates `str`
 
 
 @dataclass
 class SetOrderIds:
     made: cst.CSTNode  # where the set's order becomes a sequence (`list(set(words))`, `enumerate(s)`)
     numbered: cst.CSTNode  # where the sequence is numbered (`enumerate(itos)`, `itos.index(w)`)
+    shuffled: bool = False  # the sequence is shuffled or sampled, not numbered
 
 
 def set_order_ids(ctx: FileContext) -> list[SetOrderIds]:
     source = ctx.source
     if not ("set(" in source or _SET_COMPREHENSION.search(source)) or \
-            not ("enumerate(" in source or ".index(" in source or "len(" in source):
+            not ("enumerate(" in source or ".index(" in source or "len(" in source or "shuffle(" in source
+                 or "permutation(" in source or "sample(" in source):
         return []
     numbering = _numbering_params(ctx.module)
     found = []
@@ -48,7 +55,7 @@ def set_order_ids(ctx: FileContext) -> list[SetOrderIds]:
 
 
 def _in_scope(ctx: FileContext, roots: list, numbering: dict[str, set[int]]) -> list[SetOrderIds]:
-    defs: dict[str, list] = {}
+    defs: dict[str, list] = {_STR_FIELDS: _str_fields(ctx)}
     for root in roots:
         for node in nodes_of(root, (cst.Assign,)):
             if len(node.targets) == 1:
@@ -69,7 +76,7 @@ def _in_scope(ctx: FileContext, roots: list, numbering: dict[str, set[int]]) -> 
             elif name in _TO_LIST and args and _string_set(args[0], defs, 0):
                 numbered = _numbered_later(call, roots, defs, numbering)
                 if numbered is not None:
-                    found.append(SetOrderIds(call, numbered))
+                    found.append(SetOrderIds(call, numbered, _called(numbered) in _SHUFFLES))
     return found
 
 
@@ -106,6 +113,8 @@ def _numbered_later(made: cst.Call, roots: list, defs: dict[str, list], numberin
                 return call
             if name == "index" and isinstance(call.func, cst.Attribute) and dotted_code(call.func.value) in derived:
                 return call
+            if name in _SHUFFLES and isinstance(call.func, cst.Attribute) and args and dotted_code(args[0]) in derived:
+                return call  # `random.Random(seed).shuffle(speakers)`, `rng.permutation(speakers)`
             positions = numbering.get(name, set())
             if any(index in positions and dotted_code(arg) in derived for index, arg in enumerate(args)):
                 return call
@@ -178,6 +187,11 @@ def _comprehension_of_strings(node, defs: dict[str, list], depth: int) -> bool:
     element = node.elt
     if isinstance(element, cst.Call) and _called(element) in _STRING_METHODS:
         return True
+    if isinstance(element, cst.Attribute) and isinstance(element.value, cst.Name) and \
+            element.attr.value in defs.get(_STR_FIELDS, ()) and any(
+                isinstance(clause.target, cst.Name) and clause.target.value == element.value.value
+                for clause in _fors(node)):
+        return True  # `{u.speaker for u in utts}` with `speaker: str` declared by a class of the file
     for clause in _fors(node):
         if isinstance(clause.target, cst.Name) and isinstance(element, cst.Name) and \
                 clause.target.value == element.value:
@@ -197,6 +211,22 @@ def _counted_strings(node, defs: dict[str, list], depth: int) -> bool:
     values = defs.get(dotted_code(node.func.value) or "", ())
     return bool(values) and all(isinstance(value, cst.Call) and _called(value) == "Counter" and value.args and
                                 _strings(value.args[0].value, defs, depth + 1) for value in values)
+
+
+def _str_fields(ctx: FileContext) -> frozenset[str]:
+    """The fields the file's classes annotate `str` (`speaker: str` in a dataclass or NamedTuple)."""
+    found = ctx.memo.get(_STR_FIELDS)
+    if found is None:
+        names = set()
+        for cls in statements_of(ctx.module, (cst.ClassDef,)):
+            for line in cls.body.body if isinstance(cls.body, cst.IndentedBlock) else ():
+                for small in line.body if isinstance(line, cst.SimpleStatementLine) else ():
+                    if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) and \
+                            isinstance(small.annotation.annotation, cst.Name) and \
+                            small.annotation.annotation.value == "str":
+                        names.add(small.target.value)
+        found = ctx.memo[_STR_FIELDS] = frozenset(names)
+    return found
 
 
 def _fors(node) -> list[cst.CompFor]:

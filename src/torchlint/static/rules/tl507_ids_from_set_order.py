@@ -24,6 +24,17 @@ class IdsFromSetOrder(Rule):
         if "PYTHONHASHSEED" in env_names(ctx):
             return  # it sets the hash seed itself, too late: TL503 reports that
         for found in set_order_ids(ctx):
+            if found.shuffled:
+                ctx.report(
+                    self.info, found.made,
+                    f"`{ctx.code(found.made, 50)}` takes the order in which a set of strings iterates, and "
+                    f"`{ctx.code(found.numbered, 40)}` shuffles or samples that order: a seeded shuffle permutes "
+                    "its starting order, and Python randomises string hashing in every process, so each run "
+                    "puts other items in each part (another train/validation split) although the RNGs are "
+                    "seeded. Sort first (`sorted(...)`)",
+                    related=((found.numbered, "the order is shuffled here"),),
+                )
+                continue
             related = ((found.numbered, "the ids are assigned here"),) if found.numbered is not found.made else ()
             ctx.report(
                 self.info, found.made,
