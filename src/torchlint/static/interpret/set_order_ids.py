@@ -55,7 +55,7 @@ def set_order_ids(ctx: FileContext) -> list[SetOrderIds]:
 
 
 def _in_scope(ctx: FileContext, roots: list, numbering: dict[str, set[int]]) -> list[SetOrderIds]:
-    defs: dict[str, list] = {_STR_FIELDS: _str_fields(ctx)}
+    defs: dict[str, list] = {_STR_FIELDS: str_fields(ctx)}
     for root in roots:
         for node in nodes_of(root, (cst.Assign,)):
             if len(node.targets) == 1:
@@ -213,7 +213,7 @@ def _counted_strings(node, defs: dict[str, list], depth: int) -> bool:
                                 _strings(value.args[0].value, defs, depth + 1) for value in values)
 
 
-def _str_fields(ctx: FileContext) -> frozenset[str]:
+def str_fields(ctx: FileContext) -> frozenset[str]:
     """The fields the file's classes annotate `str` (`speaker: str` in a dataclass or NamedTuple)."""
     found = ctx.memo.get(_STR_FIELDS)
     if found is None:

@@ -38,6 +38,7 @@ from torchlint.static.rules.tl506_split_drawn_twice import SplitDrawnTwice
 from torchlint.static.rules.tl507_ids_from_set_order import IdsFromSetOrder
 from torchlint.static.rules.tl508_overlapping_split import OverlappingSplit
 from torchlint.static.rules.tl509_seed_before_spawn import SeedBeforeSpawn
+from torchlint.static.rules.tl510_seed_from_string_hash import SeedFromStringHash
 from torchlint.static.rules.tl603_output_target_broadcast import OutputTargetBroadcast
 from torchlint.static.rules.tl604_reshape_moves_dim import ReshapeMovesDim
 from torchlint.static.rules.tl605_misaligned_broadcast import MisalignedBroadcast
@@ -129,6 +130,7 @@ STATIC_RULES: tuple[Rule, ...] = (
     IdsFromSetOrder(),
     OverlappingSplit(),
     SeedBeforeSpawn(),
+    SeedFromStringHash(),
     UnsafeLoad(),
     LoadNeedsWeightsOnlyFalse(),
     LoadPicklesOnOldTorch(),
