@@ -90,9 +90,18 @@ def next_batch(ctx: FileContext, call: cst.Call) -> Value:
     return loader_batch(ctx.value(inner))
 
 
+# `trainer.fit(model, train_loader, val_loader)` and its siblings: which step each loader feeds, by
+# its position after the model, its keyword and the data module's (or the module's own) loader method
+FED_STEPS = {
+    "fit": (("training_step", 1, "train_dataloaders", "train_dataloader"),
+            ("validation_step", 2, "val_dataloaders", "val_dataloader")),
+    "validate": (("validation_step", 1, "dataloaders", "val_dataloader"),),
+    "test": (("test_step", 1, "dataloaders", "test_dataloader"),),
+    "predict": (("predict_step", 1, "dataloaders", "predict_dataloader"),),
+}
+
 # a Lightning module's steps and the loader method whose batches each receives
-TRAINER_STEPS = (("training_step", "train_dataloader"), ("validation_step", "val_dataloader"),
-                 ("test_step", "test_dataloader"), ("predict_step", "predict_dataloader"))
+TRAINER_STEPS = tuple(dict.fromkeys((step, source) for plan in FED_STEPS.values() for step, _, _, source in plan))
 
 
 def trainer_batches(cls) -> list[tuple[Value, Value]]:
@@ -108,17 +117,6 @@ def trainer_batches(cls) -> list[tuple[Value, Value]]:
         if batch is not NOTHING:
             found.append((method, batch))
     return found
-
-
-# `trainer.fit(model, train_loader, val_loader)` and its siblings: which step each loader feeds, by
-# its position after the model and its keyword
-FED_STEPS = {
-    "fit": (("training_step", 1, "train_dataloaders", "train_dataloader"),
-            ("validation_step", 2, "val_dataloaders", "val_dataloader")),
-    "validate": (("validation_step", 1, "dataloaders", "val_dataloader"),),
-    "test": (("test_step", 1, "dataloaders", "test_dataloader"),),
-    "predict": (("predict_step", 1, "dataloaders", "predict_dataloader"),),
-}
 
 
 def fed_batches(method: str, values: list[Value], keywords: dict[str, Value]) -> list[tuple[Value, Value]]:

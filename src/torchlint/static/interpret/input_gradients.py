@@ -7,7 +7,6 @@ from __future__ import annotations
 import libcst as cst
 
 from torchlint.static.interpret.context import FileContext
-from torchlint.static.interpret.scopes import Body
 from torchlint.static.interpret.training import Action
 from torchlint.static.traverse import nodes_of
 
@@ -41,22 +40,8 @@ def input_gradient(ctx: FileContext, action: Action) -> bool:
 
 
 def _function_of(ctx: FileContext, action: Action) -> cst.FunctionDef | None:
-    """The function whose body holds the action's call (None at module level)."""
+    """The function whose body (its loops included, not the calls it makes) holds the action's call."""
     for body in ctx.functions:
-        if isinstance(body, Body) and isinstance(body.node, cst.FunctionDef) and \
-                any(entry is action.call for entry in body.entries):
-            return body.node
-        if isinstance(body, Body) and isinstance(body.node, cst.FunctionDef) and _nested(body, action):
+        if isinstance(body.node, cst.FunctionDef) and any(entry is action.call for entry in body.walk(expand=False)):
             return body.node
     return None
-
-
-def _nested(body: Body, action: Action) -> bool:
-    """The call sits in a loop or branch body nested in the function's own log."""
-    stack = [entry for entry in body.entries if isinstance(entry, Body) and entry.kind != "function"]
-    while stack:
-        inner = stack.pop()
-        if any(entry is action.call for entry in inner.entries):
-            return True
-        stack.extend(entry for entry in inner.entries if isinstance(entry, Body) and entry.kind != "function")
-    return False

@@ -18,29 +18,20 @@ def merge(before: dict[str, Value], first: dict[str, Value], second: dict[str, V
         if other is None:
             merged[name] = value
         elif other is not value:
-            merged[name] = _filled(value, other) or _accumulated(value, other) or join(value, other)
+            merged[name] = _fuller(value, other) or join(value, other)
     for name, value in second.items():
         if name in before and name not in first and before[name] is not value:
-            merged[name] = _filled(before[name], value) or _accumulated(before[name], value) or \
-                join(before[name], value)
+            merged[name] = _fuller(before[name], value) or join(before[name], value)
     return merged
 
 
-def _filled(a: Value, b: Value) -> Value | None:
-    """A zero buffer on one path, that buffer filled with exps or masks on the other (`out[i] = exp(s)`
-    in a loop or a branch): the exps are what a later normalisation divides, the mask what it counts."""
+def _fuller(a: Value, b: Value) -> Value | None:
+    """The other side where one side is the number 0 it started from: a zero buffer filled with exps or
+    masks (`out[i] = exp(s)` in a loop or a branch: what a later normalisation divides, or counts), or a
+    sum with history (`total = 0.0`, then `total = total + loss`: the 0 stays only where nothing was added)."""
     for empty, full in ((a, b), (b, a)):
-        if empty.op == "const" and empty.const == 0 and not empty.kind and full.op in ("exp", "mask") and \
-                full.node is None:
-            return full
-    return None
-
-
-def _accumulated(a: Value, b: Value) -> Value | None:
-    """A number 0 on one path, a sum with history on the other (`total = 0.0`, then `total = total +
-    loss` in a loop): the accumulated tensor, since the 0 stays only where nothing was added."""
-    for empty, full in ((a, b), (b, a)):
-        if empty.op == "const" and empty.const == 0 and not empty.kind and full.op == "add" and \
-                full.tracked is True and not full.kind:
+        if empty.op != "const" or empty.const != 0 or empty.kind or full.kind:
+            continue
+        if (full.op in ("exp", "mask") and full.node is None) or (full.op == "add" and full.tracked is True):
             return full
     return None
