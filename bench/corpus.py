@@ -72,6 +72,32 @@ PROJECTS = (
     Project("mae", "facebookresearch/mae", "efb2a8062c206524e35e47d04501ed4f544c0ae8", (".",)),
     Project("dino", "facebookresearch/dino", "7c446df5b9f45747937fb0d72314eb9f7b66930a", (".",)),
     Project("dit", "facebookresearch/DiT", "ed81ce2229091fd4ecc9a223645f95cf379d582b", (".",)),
+    # Library code and its tests (added in stop 38): the same two libraries beyond their training
+    # scripts, where most of the code is layers, datasets, samplers and unit tests.
+    Project("pyg-library", "pyg-team/pytorch_geometric", "5c6461b2305ad068a6d61165b3c55852a11aaa41",
+            ("torch_geometric", "test", "benchmark", "graphgym"), exclude=("docs",)),
+    Project("timm-library", "huggingface/pytorch-image-models", "aa4b5850c1543fa488abf260f18390eda46cf85d",
+            ("timm/models", "timm/layers", "timm/data", "tests"), exclude=("docs",)),
+    # Research code bases (added in stop 38): the repositories of reported bugs, at their current
+    # commits, read whole (vendored third-party code left out).
+    Project("siamese-triplet", "adambielski/siamese-triplet", "0c719f9e8f59fa386e8c59d10b2ddde9fac46276", (".",)),
+    Project("vsepp", "fartashf/vsepp", "abe382fd9c751d1b92c95030df8fb804a7d5ef53", (".",)),
+    Project("scae", "mlberkeley/scae-pytorch", "f44748b0a146580cb41886336b6a35c80287f28b", (".",)),
+    Project("shortgpt", "sramshetty/ShortGPT", "78d9615fdcae6d90368832bd0a86c49c323549b9", (".",)),
+    Project("deformable-protopnet", "jdonnelly36/Deformable-ProtoPNet", "92d3ab688e46767f9c70552e4e7d68a67e12ddad",
+            (".",)),
+    Project("everydream2", "victorchall/EveryDream2trainer", "5098db8325c2b5951b342156556b938b642a0338", (".",)),
+    Project("pytorch-fcn", "wkentaro/pytorch-fcn", "4b988509bfd1a613d5e8482595a1c6654047d69b", (".",),
+            exclude=("tests", "test", "docs", "ext")),
+    Project("transformers-classification", "ThilinaRajapakse/pytorch-transformers-classification",
+            "f2e87fccd06dc1e4222d455685692366163426b6", (".",)),
+    Project("moco", "facebookresearch/moco", "132aea9da9bb995a411c915c0420be3db62052f3", (".",)),
+    Project("d2-net", "mihaidusmanu/d2-net", "0a3356c6991c634ef4cce3ea6e07115202fb99a1", (".",)),
+    Project("cornn", "tk-rusch/coRNN", "afd81744d108a2d623761b635b4ba56770d9e05d", (".",)),
+    Project("nerf-pytorch", "yenchenlin/nerf-pytorch", "63a5a630c9abd62b0f21c08703d0ac2ea7d4b9dd", (".",)),
+    Project("pytorch-widedeep", "jrzaurin/pytorch-widedeep", "268dad9c228d3e6c598d677a023979707524a313", (".",)),
+    Project("torch-vectorized", "banctilrobitaille/torch-vectorized", "3a982d73021d8e770a41e237885128236a1462f4",
+            (".",)),
 )
 
 
@@ -80,6 +106,8 @@ def mirror(project: Project) -> Path | None:
     roots.append(Path("/work/.mirror"))
     for root in roots:
         candidate = root / project.repo.replace("/", "+") / "repo"
+        if (candidate / ".git").is_dir():  # a snapshot fetched with its work tree
+            return candidate / ".git"
         if candidate.is_dir():
             return candidate
     return None

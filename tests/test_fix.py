@@ -53,10 +53,11 @@ def test_fixtures_do_exercise_fixes():
 ])
 def test_exact_rewrites(before, after, unsafe):
     header = "import numpy as np\nimport torch\nimport torch.nn.functional as F\n"
-    result = fix_source(header + before, "m.py", Settings(), unsafe=unsafe)
+    settings = Settings(extend_select=["TL112"])  # opt-in, with a safe fix
+    result = fix_source(header + before, "m.py", settings, unsafe=unsafe)
     assert result.source == header + after
     if unsafe:  # unsafe fixes are not applied without the flag
-        assert fix_source(header + before, "m.py", Settings()).source == header + before
+        assert fix_source(header + before, "m.py", settings).source == header + before
 
 
 def test_cli_fix_diff_and_unsafe(project, capsys):

@@ -667,7 +667,18 @@ class Augmented(Dataset):
     ({"fl_train.py": FED_AVG.replace("np.random.choice(100, 10, replace=False)", "list(range(10))")}, []),
     ({"fl_train.py": "import numpy as np\nimport torch\n\n\ndef fed_avg(data):\n    torch.manual_seed(0)\n"
                      "    return np.random.choice(4, 2)\n"}, [("fl_train.py", "TL501", 6)]),  # reported there once
-], ids=["unseeded-import", "seeded-in-main", "no-draw", "module-reports-it-itself"])
+    # the module's draw is in a function main.py never names, or in a class it builds
+    ({"fl_train.py": FED_AVG + "\n\ndef sample_clients(n):\n    return np.random.choice(n, 2)\n"
+                     .replace("sample_clients", "unused_sampler"),
+      "main.py": SEEDED_MAIN.replace("fed_avg(Augmented())", "Augmented()").replace("from fl_train import fed_avg",
+                                                                                   "import fl_train")}, []),
+    ({"fl_train.py": "import numpy as np\n\n\nclass Templates:\n    def __init__(self):\n"
+                     "        self.order = np.random.permutation(8)\n",
+      "main.py": SEEDED_MAIN.replace("fed_avg(Augmented())", "Templates()").replace("import fed_avg",
+                                                                                  "import Templates")},
+     [("main.py", "TL501", 9)]),
+], ids=["unseeded-import", "seeded-in-main", "no-draw", "module-reports-it-itself", "draws-in-code-not-used",
+        "draws-in-a-class-built"])
 def test_partial_seeding_counts_the_draws_of_imported_modules(tmp_path, changes, expected):
     """Draws in per-item dataset code do not count: DataLoader workers reseed NumPy themselves."""
     files = {"main.py": SEEDED_MAIN, "fl_train.py": FED_AVG, "data.py": AUGMENTED, **changes}

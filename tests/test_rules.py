@@ -187,7 +187,7 @@ CASES = {
             p = torch.sigmoid(z)
             return F.binary_cross_entropy(p, y)
         """, {("TL103", 6)}),
-    "BCELoss attribute on a model ending in Sigmoid (Sequential)": ("""
+    "BCELoss attribute on a model ending in Sigmoid (Sequential), mode always": ("""
         import torch.nn as nn
         class Trainer:
             def __init__(self):
@@ -195,7 +195,20 @@ CASES = {
                 self.criterion = nn.BCELoss()
             def step(self, x, y):
                 return self.criterion(self.model(x), y)
-        """, {("TL103", 8)}),
+        """, {("TL103", 8)}, [], {"TL103": {"mode": "always"}}),
+    "clean by default: BCELoss on a GAN discriminator ending in Sigmoid (Sequential), called in the step": ("""
+        import torch
+        import torch.nn as nn
+        D = nn.Sequential(nn.Linear(2, 64), nn.LeakyReLU(0.2), nn.Linear(64, 1), nn.Sigmoid())
+        criterion = nn.BCELoss()
+        def d_step(real, fake, d_optimizer):
+            outputs = D(real)
+            d_loss_real = criterion(outputs, torch.ones(real.size(0), 1))
+            d_loss_fake = criterion(D(fake.detach()), torch.zeros(fake.size(0), 1))
+            d_optimizer.zero_grad()
+            (d_loss_real + d_loss_fake).backward()
+            d_optimizer.step()
+        """, set()),
     "clean by default: bce on the output of another function returning sigmoid": ("""
         import torch
         from torch.nn.functional import binary_cross_entropy
@@ -256,6 +269,20 @@ CASES = {
             return loss_a, loss_b, y * torch.log(c) + (1 - y) * torch.log(1 - c)
         def g(p, y):
             return f(p, y, eps=1e-6)
+        """, set()),
+    "hand written bce written with subtractions: both logs enter with the same sign": ("""
+        import torch
+        def f(p, y):
+            return (-y * torch.log(p) - (1 - y) * torch.log(1 - p)).mean()
+        """, {("TL104", 4)}),
+    "clean: log(u) - log(1 - u) is the log-odds of u (logistic noise for a concrete relaxation)": ("""
+        import torch
+        def sample(logits, temperature, bias):
+            u = (1 - 2 * bias) * torch.rand_like(logits) + bias
+            return (u.log() - (1 - u).log() + logits) / temperature
+        def gate(x, beta):
+            u = torch.empty_like(x).uniform_(1e-6, 1.0 - 1e-6)
+            return torch.sigmoid((torch.log(u) - torch.log(1 - u) + x) / beta)
         """, set()),
     # --- TL105 unguarded-sqrt ----------------------------------------------------------------
     "sqrt of a variance of a layer output": ("""
@@ -367,7 +394,7 @@ CASES = {
             return x, y, z
         """, set()),
     # --- TL119 hand-written-norm ---------------------------------------------------------------
-    "a root-mean-square read out with .item() is a metric; the same of a model output is not": ("""
+    "a root-mean-square over every element is a loss or a metric; a per-row distance of a model output is not": ("""
         import torch
         class Regressor:
             def __init__(self, model):
@@ -377,9 +404,11 @@ CASES = {
                 return self.model(x) * 2.0
             def rmse(self, x, y):
                 return torch.sqrt(((self.predict(x) - y) ** 2).mean()).item()
+            def rmse_loss(self, x, y):
+                return torch.sqrt(torch.mean((self.model(x) - y) ** 2)) + ((self.model(x) - y) ** 2).mean().sqrt()
             def spread(self, x, y):
-                return torch.sqrt(((self.model(x) - y) ** 2).mean())
-        """, {("TL119", 12)}),
+                return torch.sqrt(((self.model(x) - y) ** 2).sum(dim=-1))
+        """, {("TL119", 14)}),
     "pairwise distances from a Gram matrix, |a|^2 - 2ab + |b|^2, under sqrt (batch-hard triplet loss)": ("""
         import torch
         import torch.nn as nn
@@ -407,7 +436,7 @@ CASES = {
                 a, b = self.embed(i), self.embed(j)
                 return ((a - b) ** 2).sum(-1) ** 0.5
         """, {("TL119", 9)}),
-    "distance helpers of unknown tensors: sum, square method, pow, added coordinates": ("""
+    "distance helpers of unknown tensors: sum, square method, pow, added coordinates; not an rmse": ("""
         import torch
         from torch import sqrt
         def pair_distance(a, b):
@@ -420,7 +449,7 @@ CASES = {
             return sqrt(dx.square() + dy.square())
         def spread(p, q):
             return torch.sqrt((p - q).pow(2).sum(-1, keepdim=True) * 0.5)
-        """, {("TL119", 5), ("TL119", 8), ("TL119", 11), ("TL119", 13)}),
+        """, {("TL119", 5), ("TL119", 11), ("TL119", 13)}),  # rmse (line 8): 0 only where every element is exact
     "division by a hand-written distance": ("""
         import torch
         def direction(p, q):
@@ -527,6 +556,17 @@ CASES = {
             d = a - b
             return d / d.norm(dim=-1, keepdim=True)
         """, {("TL106", 9)}),
+    "a quotient clamped, then its NaN (0 / 0) replaced; the same quotient used plainly": ("""
+        import torch
+        def edge_norm(samples, num_edges, edge_idx, node_count, row):
+            edge_count = torch.zeros(num_edges)
+            for edges in samples:
+                edge_count[edges] += 1
+            t = torch.empty_like(edge_count).scatter_(0, edge_idx, node_count[row])
+            norm = (t / edge_count).clamp_(0, 1e4)
+            norm[torch.isnan(norm)] = 0.1
+            return norm, t / edge_count
+        """, {("TL106", 10)}),
     "a per-class IoU whose NaN for absent classes is expected (nanmean); the same division used plainly": ("""
         import torch
         def miou(pred, mask, num_classes):
@@ -1536,7 +1576,7 @@ CASES = {
         import numpy as np
         def f(x):
             return np.log(x + 1)
-        """, {("TL112", 4)}),
+        """, {("TL112", 4)}, ["TL112"]),
     "exp - 1 as a method": ("""
         import torch
         def f(x):
@@ -1588,6 +1628,7 @@ def test_every_rule_has_failing_and_passing_cases():
     from test_batch_flows import CASES as FLOW_CASES
     from test_batch_flows import MORE as CONTAINER_CASES
     from test_broadcast_rule import CASES as MISALIGNED_CASES
+    from test_evaluation_mode import CASES as EVALUATION_MODE_CASES
     from test_input_gradients import CASES as INPUT_GRADIENT_CASES
     from test_overlapping_split import CASES as SPLIT_CASES
     from test_rules_real_bug_shapes import CASES as SHAPE_CASES
@@ -1602,7 +1643,7 @@ def test_every_rule_has_failing_and_passing_cases():
     cases = [*CASES.values(), *TRAINING_CASES.values(), *SHAPE_CASES.values(), *BROADCAST_CASES.values(),
              *RESHAPES.values(), *MISALIGNED_CASES.values(), *FLOW_CASES.values(), *CONTAINER_CASES.values(),
              *INPUT_GRADIENT_CASES.values(), *SPLIT_CASES.values(), *SPAWN_CASES.values(),
-             *HASH_SEED_CASES.values()]
+             *HASH_SEED_CASES.values(), *EVALUATION_MODE_CASES.values()]
     failing = {code for _, expected, *_ in cases for code, _ in expected}
     assert {rule.info.code for rule in STATIC_RULES} <= failing
     assert any(not expected for _, expected, *_ in CASES.values())

@@ -248,6 +248,41 @@ CASES = {
                 model(batches.pop()).sum().backward(retain_graph=True)
                 opt.step()
         """, {("TL204", 6)}),
+    "retain_graph in a loop that makes a new loss each iteration and does not drop it": ("""
+        import torch
+        def train(model, loader, opt):
+            for x, y in loader:
+                out = model(x)
+                loss = (out - y).pow(2).mean()
+                opt.zero_grad()
+                loss.backward(retain_graph=True)
+                opt.step()
+                del out
+        """, {("TL204", 8)}),
+    "clean: the loop differentiates one graph made before it; a loss deleted each iteration; create_graph": ("""
+        import torch
+        from torch.autograd import grad
+        def influence(model, src):
+            x = src.clone().requires_grad_()
+            out = model(x).sum(dim=-1)
+            rows = []
+            for j in range(src.size(0)):
+                rows.append(grad([out[j]], [x], retain_graph=True)[0].abs().sum(dim=-1))
+            return torch.stack(rows)
+        def train(model, loader, opt):
+            for x, y in loader:
+                loss = (model(x) - y).pow(2).mean()
+                opt.zero_grad()
+                loss.backward(retain_graph=True)
+                opt.step()
+                del loss
+        def solve(energy, y, steps):
+            for _ in range(steps):
+                val = energy(y)
+                g = torch.autograd.grad(val, y, create_graph=True, retain_graph=True)[0]
+                y = y - 0.1 * g
+            return y
+        """, set()),
     "clean: a function that retains for its caller": ("""
         import torch
         def vjp(out, x, v):
@@ -260,6 +295,16 @@ CASES = {
             return cp.checkpoint(block, x)
         """, {("TL205", 4)}),
     # TL301
+    "zero_grad once before the epoch loop, never in it: reported where the call is": ("""
+        import torch
+        def train(model, loader, epochs, loss_fn):
+            optimizer = torch.optim.Adam(model.parameters())
+            optimizer.zero_grad()
+            for epoch in range(epochs):
+                for x, y in loader:
+                    loss_fn(model(x), y).backward()
+                    optimizer.step()
+        """, {("TL301", 5)}),
     "two optimizers of two models, only one of them cleared in the loop": ("""
         import torch
         def train(E, D, loader, gan_loss):
@@ -609,6 +654,30 @@ CASES = {
                 update(optimizer)
                 ((model(x) - y) ** 2).mean().backward()
         """, {("TL303", 4)}),
+    "zero_grad between a backward and the step erases what the step needed": ("""
+        import torch
+        def train(model, loader, optimizer):
+            for x, y in loader:
+                loss = ((model(x) - y) ** 2).mean()
+                loss.backward()
+                optimizer.zero_grad()
+                optimizer.step()
+        """, {("TL303", 7)}),
+    "clean: a closure step clears and recomputes gradients after a backward that only measured the loss": ("""
+        import torch
+        def check(weight, data, optimizer, plateau):
+            def fn():
+                optimizer.zero_grad()
+                loss = (weight.mv(data) ** 2).sum()
+                loss.backward()
+                return loss
+            start = fn().item()
+            for _ in range(200):
+                if plateau is not None:
+                    plateau.step(fn())
+                optimizer.step(fn)
+            return fn().item() < start
+        """, set()),
     "gradient accumulation undone: zero_grad every micro-batch, step every k-th": ("""
         import torch
         def train(model, loader, opt, accum_steps):
@@ -638,6 +707,33 @@ CASES = {
                 update(scaler, opt)
                 micro = 0
         """, {("TL303", 4)}),
+    "accumulation undone: step once enough samples are accumulated, zero_grad every batch": ("""
+        import torch
+        def train(model, loader, optimizer, min_samples):
+            seen = 0
+            for x, y in loader:
+                optimizer.zero_grad()
+                keep = model(x).squeeze(1) < 0.999
+                loss = ((model(x[keep]).squeeze(1) - y[keep]) ** 2).mean()
+                loss.backward()
+                seen += x[keep].shape[0]
+                if seen >= min_samples:
+                    optimizer.step()
+                    seen = 0
+        """, {("TL303", 6)}),
+    "clean: samples accumulated until a threshold, cleared after the step": ("""
+        import torch
+        def train(model, loader, optimizer, min_samples):
+            seen = 0
+            for x, y in loader:
+                loss = ((model(x).squeeze(1) - y) ** 2).mean()
+                loss.backward()
+                seen += len(y)
+                if seen >= min_samples:
+                    optimizer.step()
+                    optimizer.zero_grad()
+                    seen = 0
+        """, set()),
     "accumulation undone: steps since the last update, zero_grad after the step": ("""
         import torch
         def train(model, loader, optimizer, accumulate):
@@ -839,6 +935,20 @@ CASES = {
                 op(x).sum().backward()
                 torch.cuda.empty_cache()
         """, set()),
+    "clean: empty_cache in a sampling function the loop calls every k-th step": ("""
+        import torch
+        def train(model, loader, optimizer, sample_every, pipe):
+            def generate_samples(step):
+                for prompt in ("a", "b"):
+                    torch.cuda.empty_cache()
+                    pipe(prompt)
+            for step, (x, y) in enumerate(loader):
+                optimizer.zero_grad()
+                model(x).sum().backward()
+                optimizer.step()
+                if (step + 1) % sample_every == 0:
+                    generate_samples(step)
+        """, set()),
     "clean: empty_cache between phases": ("""
         import torch
         def run(train, evaluate):
@@ -937,6 +1047,136 @@ CASES = {
                 total += float(loss)
             return total
         """, set()),
+    "TL402 on a step's returned loss tensor, not on an epoch's returned float": ("""
+        import torch.nn.functional as F
+        from utils import num_graphs
+        def step(model, optimizer, x, y):
+            optimizer.zero_grad()
+            loss = F.cross_entropy(model(x), y)
+            loss.backward()
+            optimizer.step()
+            return loss
+        def epoch(model, optimizer, loader):
+            total = 0
+            for x, y in loader:
+                optimizer.zero_grad()
+                loss = F.cross_entropy(model(x), y)
+                loss.backward()
+                total += loss.item() * num_graphs(y)
+                optimizer.step()
+            return total / len(loader.dataset)
+        def main(model, optimizer, loader, epochs):
+            steps, epochs_seen = [], []
+            for x, y in loader:
+                loss = step(model, optimizer, x, y)
+                steps.append(loss)
+            for _ in range(epochs):
+                loss = epoch(model, optimizer, loader)
+                epochs_seen.append(loss)
+            return steps, epochs_seen
+        """, {("TL402", 23)}),
+    "a running sum kept across steps with add_: a stats dict's tensor or one made before the loop": ("""
+        import torch
+        import torch.nn.functional as F
+        def train(model, loader, optimizer, stats):
+            running = torch.zeros(1)
+            for x, y in loader:
+                optimizer.zero_grad()
+                loss = F.cross_entropy(model(x), y)
+                loss.backward()
+                optimizer.step()
+                stats["loss"].add_(loss)
+                running.add_(loss)
+        """, {("TL402", 11), ("TL402", 12)}),
+    "clean: add_ of a detached loss, or into a tensor made in the iteration": ("""
+        import torch
+        import torch.nn.functional as F
+        def train(model, loader, optimizer, stats):
+            for x, y in loader:
+                optimizer.zero_grad()
+                loss = F.cross_entropy(model(x), y)
+                loss.backward()
+                optimizer.step()
+                stats["loss"].add_(loss.detach())
+                step_total = torch.zeros(1)
+                step_total.add_(loss)
+        """, set()),
+    "a step method the training loop calls keeps a dict of tensors with history on the object": ("""
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(8, 1)
+                self.step_outputs = []
+
+            def forward(self, x):
+                return self.fc(x).squeeze(-1)
+
+            def training_step(self, x, y):
+                pred = self(x)
+                loss = F.mse_loss(pred, y)
+                log = {"loss": loss, "mae": (pred - y).abs().mean()}
+                self.step_outputs.append(log)
+                self.step_outputs.append({"loss": loss.item(), "mae": (pred - y).abs().mean().item()})
+                return log
+
+
+        def fit(model, loader, epochs):
+            opt = torch.optim.Adam(model.parameters())
+            for _ in range(epochs):
+                for x, y in loader:
+                    log = model.training_step(x, y)
+                    opt.zero_grad()
+                    log["loss"].backward()
+                    opt.step()
+                model.step_outputs.clear()
+
+
+        def main(loader):
+            fit(Model(), loader, 3)
+        """, {("TL402", 20)}),
+    "clean: a step method keeps numbers or detached tensors": ("""
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+
+
+        class Model(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(8, 1)
+                self.step_outputs = []
+
+            def forward(self, x):
+                return self.fc(x).squeeze(-1)
+
+            def training_step(self, x, y):
+                pred = self(x)
+                loss = F.mse_loss(pred, y)
+                log = {"loss": loss, "mae": (pred - y).abs().mean()}
+                self.step_outputs.append({"loss": loss.item(), "mae": (pred - y).abs().mean().item()})
+                self.step_outputs.append({key: value.detach() for key, value in log.items()})
+                return log
+
+
+        def fit(model, loader, epochs):
+            opt = torch.optim.Adam(model.parameters())
+            for _ in range(epochs):
+                for x, y in loader:
+                    log = model.training_step(x, y)
+                    opt.zero_grad()
+                    log["loss"].backward()
+                    opt.step()
+                model.step_outputs.clear()
+
+
+        def main(loader):
+            fit(Model(), loader, 3)
+        """, set()),
     "predictions kept with their graph in a training loop": ("""
         import torch
         import torch.nn as nn
@@ -986,7 +1226,7 @@ CASES = {
         def f(model, path):
             model.zero_grad(set_to_none=False)
             return torch.load(path, weights_only=False)
-        """, {("TL404", 4), ("TL701", 5)}, ["TL404"]),
+        """, {("TL404", 4), ("TL701", 5)}, ["TL404", "TL701"]),
     "weights_only=False on a file the module saved itself is fine, on a user-supplied one it is not": ("""
         import torch
         def cache(data, path):
@@ -995,7 +1235,7 @@ CASES = {
             return torch.load(path, weights_only=False)
         def convert(in_path, out_path):
             torch.save(torch.load(in_path, weights_only=False)["model"], out_path)
-        """, {("TL701", 8)}),
+        """, {("TL701", 8)}, ["TL701"]),
     "a file found by the name pattern the module writes is its own; another pattern is not": ("""
         import glob
         import torch
@@ -1009,7 +1249,7 @@ CASES = {
             final = torch.load(glob.glob(f"{folder}/*-final_weights.pt")[0], weights_only=False)
             other = torch.load(glob.glob(f"{folder}/*-downloaded.pt")[0], weights_only=False)
             return last, final, other
-        """, {("TL701", 12)}),
+        """, {("TL701", 12)}, ["TL701"]),
     "a file named by what the file passes a saving method's parameter (or its default) is its own": ("""
         import os
         import torch
@@ -1025,7 +1265,7 @@ CASES = {
             default = torch.load("out/wd_model.pt", weights_only=False)
             other = torch.load(os.path.join("out", "downloaded_model.pt"), weights_only=False)
             return mine, default, other
-        """, {("TL701", 14)}),
+        """, {("TL701", 14)}, ["TL701"]),
     "clean: default zero_grad and load": ("""
         import torch
         def f(model, path):
@@ -1206,6 +1446,48 @@ CASES = {
             torch.manual_seed(seed)
             np.random.seed(seed)
             return DataLoader(dataset, batch_size=8, num_workers=workers)
+        """, set()),
+    "a draw written into a name or label is not a draw the numbers depend on; one used as a number is": ("""
+        import random
+        import torch
+        def unique_name(prefix):
+            uid = "%06x" % random.randrange(16**6)
+            return f"{prefix}_{uid}_{random.randint(0, 9)}" + str(random.random()) + "{}".format(random.random())
+        def main(jitter):
+            torch.manual_seed(0)
+            name = unique_name("layer")
+            return name, random.random() * jitter if jitter else name
+        """, {("TL501", 8)}),
+    "a test that seeds torch and draws from numpy; another test's draws are its own": ("""
+        import numpy as np
+        import torch
+        def test_loader():
+            torch.manual_seed(12345)
+            x = torch.randn(4, 3) + torch.from_numpy(np.random.rand(4, 3))
+            assert x.shape == (4, 3)
+        def test_memmap(tmp_path):
+            data = np.random.randn(100, 32)
+            assert data.shape == (100, 32)
+        """, {("TL501", 5)}),
+    "clean: a test seeds torch; numpy is drawn only in another test": ("""
+        import numpy as np
+        import torch
+        def test_loader():
+            torch.manual_seed(12345)
+            assert torch.randn(4, 3).shape == (4, 3)
+        def test_memmap(tmp_path):
+            data = np.random.randn(100, 32)
+            assert data.shape == (100, 32)
+        """, set()),
+    "clean: the only draws make unique names": ("""
+        import random
+        import torch
+        def unique_name(prefix):
+            uid = "%06x" % random.randrange(16**6)
+            return f"{prefix}_{uid}_{random.randint(0, 9)}" + str(random.random()) + "{}".format(random.random())
+        def main():
+            torch.manual_seed(0)
+            return unique_name("layer")
         """, set()),
     "a transform's draws made in the main process: this file's loader has no workers": ("""
         import random
@@ -2011,6 +2293,91 @@ CASES = {
             model = AutoModel.from_pretrained("bert-base-uncased")
             torch.manual_seed(seed)
             return model
+        """, set()),
+    "TL505 through a method, a base, an unknown call, a random parameter": ("""
+        import torch
+        import torch.nn as nn
+        from somewhere import make_backbone
+        class Head(nn.Module):
+            def __init__(self, dim):
+                super().__init__()
+                self.proj = self._build(dim)
+            def _build(self, dim):
+                return nn.Sequential(nn.Linear(dim, dim), nn.ReLU())
+            def forward(self, x):
+                return self.proj(x)
+        class Tower(Head):
+            def forward(self, x):
+                return x
+        class Wrapped(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.body = make_backbone()
+            def forward(self, x):
+                return self.body(x)
+        class Scaled(nn.Module):
+            def __init__(self, dim):
+                super().__init__()
+                self.scale = nn.Parameter(torch.randn(dim))
+            def forward(self, x):
+                return x * self.scale
+        def head(seed):
+            a = Head(4)
+            torch.manual_seed(seed)
+            return a
+        def tower(seed):
+            b = Tower(4)
+            torch.manual_seed(seed)
+            return b
+        def wrapped(seed):
+            c = Wrapped()
+            torch.manual_seed(seed)
+            return c
+        def scaled(seed):
+            d = Scaled(4)
+            torch.manual_seed(seed)
+            return d
+        """, {("TL505", 30), ("TL505", 34), ("TL505", 38), ("TL505", 42)}),
+    "clean: TL505 after modules and transforms without weights to draw": ("""
+        import warnings
+        import torch
+        import torch.nn as nn
+        class DropPath(nn.Module):
+            def __init__(self, drop_prob=0.0, scale_by_keep=True, **kwargs):
+                super().__init__()
+                if drop_prob < 0.0:
+                    raise ValueError(f"bad drop_prob {drop_prob}")
+                for key in kwargs:
+                    warnings.warn(f"unknown argument {key}")
+                self.drop_prob = float(drop_prob)
+                self.scale_by_keep = scale_by_keep
+                self.act = nn.ReLU()
+                self.register_buffer("step", torch.zeros(()))
+            def forward(self, x):
+                keep = (torch.rand(x.shape[0], 1) > self.drop_prob).float()
+                return self.act(x) * keep
+        class Transform:
+            def __init__(self, p=0.5):
+                self.p = p
+            def forward(self, data):
+                return data if torch.rand(()) > self.p else -data
+        def main(seed, x):
+            drop = DropPath(0.1)
+            torch.manual_seed(seed)
+            y = drop(x)
+            flip = Transform()
+            torch.manual_seed(seed)
+            return y, flip(x)
+        """, set()),
+    "clean: an evaluation loop after torch.set_grad_enabled(False) in the same function": ("""
+        import torch
+        def sample(model, loader):
+            torch.set_grad_enabled(False)
+            model.eval()
+            outs = []
+            for x in loader:
+                outs.append(model(x).argmax(-1))
+            return outs
         """, set()),
     # TL308
     "evaluation in the epoch loop leaves the model in eval mode (train() only before the loop)": ("""

@@ -23,6 +23,7 @@ from torchlint.static.facts.values import (
 from torchlint.static.interpret import batches, guards, shape_params, shaping
 from torchlint.static.interpret.autocast import autocast_dtype
 from torchlint.static.interpret.context import CallInfo, FileContext
+from torchlint.static.interpret.expressions import STRINGS, TO_TEXT
 from torchlint.static.interpret.frames import module_qual, params_of, positional_names
 from torchlint.static.interpret.scopes import Body
 
@@ -58,7 +59,7 @@ class Calls:
             attr = func.attr.value
             owner_attr = None
             if receiver_value.kind == "instance" and receiver_value.cls is not None:
-                owner_attr = receiver_value.cls.attrs.get(attr) or receiver_value.cls.methods.get(attr)
+                owner_attr = receiver_value.cls.find("attrs", attr) or receiver_value.cls.find("methods", attr)
             if owner_attr is not None:
                 info.form = "local"
                 info.callee = owner_attr
@@ -96,6 +97,10 @@ class Calls:
                 keywords.update(zip(value.keys, value.items, strict=True))  # `model(**batch)`: a dict of known keys
             else:
                 star = True
+        if (isinstance(func, cst.Name) and func.value in TO_TEXT and not info.callee.kind) or \
+                (info.qual == "format" and isinstance(func, cst.Attribute) and isinstance(func.value, STRINGS)):
+            for arg in node.args:
+                self.as_text(arg.value)
         if info.form == "local" and ctx.call_sites is not None:
             ctx.call_sites.record(info.callee, isinstance(func, cst.Attribute), passed, keywords, star,
                                   self.scope.no_grad, self.fp16 > 0)

@@ -55,9 +55,9 @@ class CallSites:
                star: bool, no_grad: bool = False, fp16: bool = False) -> None:
         target = callee
         if callee.kind == "class" and callee.cls is not None:
-            target, bound = callee.cls.methods.get("__init__", NOTHING), True
+            target, bound = callee.cls.find("methods", "__init__") or NOTHING, True  # (a base's, when inherited)
         elif callee.kind == "instance" and callee.cls is not None:
-            target = callee.cls.methods.get("forward") or callee.cls.methods.get("__call__") or NOTHING
+            target = callee.cls.find("methods", "forward") or callee.cls.find("methods", "__call__") or NOTHING
             bound = True
         if target.kind != "function" or not isinstance(target.body, Body):
             return

@@ -107,6 +107,7 @@ class FileContext:
     grad_off_functions: frozenset[int] = frozenset()  # functions only ever called with grad off
     fp16_functions: frozenset[int] = frozenset()  # functions only ever called under a float16 autocast
     features: set[int] = field(default_factory=set)  # value nodes fed to a layer or concatenated into features
+    as_text: set[int] = field(default_factory=set)  # expressions written straight into a string (f-string, %, str())
     # elementwise ops whose operands share a dim symbol at different positions: (node, left, right, symbol)
     misaligned: list[tuple[Any, Any, Any, str]] = field(default_factory=list)
     # call id -> (its statement line, whether it is alone in its block): for fixes that remove a call

@@ -16,6 +16,8 @@ from torchlint.static.interpret.frames import Frame, params_of
 HALF_DTYPE = Value(kind="dtype", qual="torch.float16", half=True, tracked=False, desc="torch.float16")
 # Plain Python objects the interpreter tracks for what they hold, never tensors.
 OBJECT_KINDS = frozenset({"dict", "namespace", "argparser", "file"})
+STRINGS = (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)
+TO_TEXT = frozenset({"str", "hex", "oct", "repr", "format"})  # builtins that write a value as text
 # reductions that return (values, indices) when given a dim
 _VALUES_AND_INDICES = frozenset({"max", "min"})
 
@@ -51,7 +53,7 @@ class Expressions:
             return NOTHING  # `args.data` is an option's value, `state.T` no tensor
         attr = node.attr.value
         if owner.cls is not None and owner.kind == "instance":
-            found = owner.cls.attrs.get(attr)
+            found = owner.cls.find("attrs", attr)  # set by the class or a base class's __init__
             if found is not None and (found.kind is not None or found.half):
                 return found  # numeric state (self.count = 0; self.count += 1) is not tracked; a dtype is
             if found is not None and found.op not in (None, "const") and "__getitem__" in owner.cls.methods:
@@ -106,6 +108,9 @@ class Expressions:
             return base.but(qual="view", node=node)  # `w[:, j]`: a view of the parameter, still its leaf's
         if base.kind == "dict" and len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
             return stored_item(base, string_key(node.slice[0].slice.value))
+        if base.kind == "instance" and base.cls is not None:  # `dataset[0]`: what its __getitem__ returns
+            method = base.cls.find("methods", "__getitem__")
+            return method.returns if method is not None and method.returns is not None else NOTHING
         if base.kind or base.op == "const":
             return NOTHING
         if base is NOTHING:
@@ -219,7 +224,13 @@ class Expressions:
         for part in node.parts:
             if isinstance(part, cst.FormattedStringExpression):
                 self.expr(part.expression)
+                self.as_text(part.expression)
         return NOTHING
+
+    def as_text(self, node: cst.BaseExpression) -> None:
+        """``node`` is written straight into a string (an f-string, `'%x' % v`, `str(v)`): a name or a
+        label. (A value bound to a name first may be used as a number too: not marked.)"""
+        self.ctx.as_text.add(id(node))
 
     def _unary(self, node: cst.UnaryOperation) -> Value:
         inner = self.expr(node.expression)
@@ -236,6 +247,10 @@ class Expressions:
             self.ctx.scopes[id(node)] = self.scope  # what TL122 asks; other scope facts of binops are unused
         left = self.expr(node.left)
         right = self.expr(node.right)
+        if isinstance(node.operator, cst.Modulo) and isinstance(node.left, STRINGS):
+            for part in node.right.elements if isinstance(node.right, cst.Tuple) else ():
+                self.as_text(part.value)
+            self.as_text(node.right)
         result = self._arith_value(type(node.operator).__name__, left, right, node.left, node.right, node)
         if result.kind:
             return result

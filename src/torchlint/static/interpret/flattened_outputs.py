@@ -79,6 +79,9 @@ def _comparisons(ctx: FileContext, scope: list, helpers: set[str]) -> list[Compa
         target = sides[1 - sides.index(outputs[0])]
         if target.shape != RAW or not target.tensor_like:
             continue  # the other a tensor not reshaped
+        if target.computed and outputs[0].shape == FLAT:
+            continue  # a flattened output against a computed reference (an exact solution on a grid) says
+            # nothing of the shape of the targets the model is trained on
         found.append(Comparison(node, ctx.code(outputs[0].model.func, 80), outputs[0].shape == FLAT,
                                 outputs[0].model))
     return found
@@ -145,6 +148,7 @@ class _Side:
     model: cst.Call | None  # the model call the value comes from
     shape: str  # RAW: as it came; FLAT: made one-dimensional; OTHER: reshaped or reduced otherwise
     tensor_like: bool = True  # a name, attribute, subscript or call (not a literal)
+    computed: bool = False  # what a function of this file returns (an analytic solution), not data
 
 
 def _side(ctx: FileContext, expression, assigned, depth: int = _DEPTH) -> _Side:
@@ -157,7 +161,7 @@ def _side(ctx: FileContext, expression, assigned, depth: int = _DEPTH) -> _Side:
             if definition is None or depth == 0:
                 return _Side(None, shape, ctx.value(node).const is None)
             inner = _side(ctx, definition, assigned, depth - 1)
-            return _Side(inner.model, _then(inner.shape, shape), inner.tensor_like)
+            return _Side(inner.model, _then(inner.shape, shape), inner.tensor_like, inner.computed)
         if isinstance(node, cst.Subscript):
             if any(isinstance(e.slice, cst.Index) and _is_none(e.slice.value) for e in node.slice):
                 shape = OTHER  # y[:, None]
@@ -178,7 +182,9 @@ def _side(ctx: FileContext, expression, assigned, depth: int = _DEPTH) -> _Side:
         if isinstance(node, cst.Attribute):
             return _Side(None, shape)
         tensor_like = isinstance(node, (cst.Call, cst.BinaryOperation)) and ctx.value(node).const is None
-        return _Side(None, shape, tensor_like)
+        info = ctx.call(node) if isinstance(node, cst.Call) else None
+        computed = info is not None and info.form == "local" and getattr(info.callee, "body", None) is not None
+        return _Side(None, shape, tensor_like, computed)
 
 
 def _then(inner: str, outer: str) -> str:

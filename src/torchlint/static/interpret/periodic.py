@@ -2,8 +2,8 @@
 
 `if (i + 1) % k == 0:` and `if step % k:` test the iteration count modulo something;
 `need_update = last or (i + 1) % k == 0` makes `if need_update:` the same test; `if n < k: continue`
-is periodic when `n` counts iterations (`n += 1`) and is set back to a constant in the loop
-(`n = 0` after the step), and so is `if ni - last >= k:` when `last = ni` is set in the loop. A
+is periodic when `n` counts iterations (`n += 1`) or samples (`n += x.shape[0]`) and is set back
+to a constant in the loop (`n = 0` after the step), and so is `if ni - last >= k:` when `last = ni` is set in the loop. A
 warm-up test (`if step > warmup:`) or a flag (`if loss is not None:`) is not: past the warm-up or
 with the flag set, it passes every iteration.
 """
@@ -165,10 +165,22 @@ def _small(small, assigned, counted, reset) -> None:
         if name:
             assigned.append((name, small.value))
     elif isinstance(small, cst.AugAssign) and isinstance(small.operator, (cst.AddAssign, cst.SubtractAssign)) \
-            and isinstance(small.value, (cst.Integer, cst.Name, cst.Attribute)):
+            and (isinstance(small.value, (cst.Integer, cst.Name, cst.Attribute)) or _size(small.value)):
         name = _dotted(small.target)
         if name:
             counted.add(name)
+
+
+def _size(node) -> bool:
+    """A count of samples: `x.shape[0]`, `x.size(0)`, `len(batch)`, `y.numel()` (a counter of samples
+    set back after each step passes its threshold only on some iterations)."""
+    if isinstance(node, cst.Subscript) and isinstance(node.value, cst.Attribute):
+        return node.value.attr.value == "shape"
+    if isinstance(node, cst.Call):
+        func = node.func
+        name = func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")
+        return name in ("len", "size", "numel")
+    return False
 
 
 def _dotted(node) -> str:

@@ -7,6 +7,7 @@ seen to leave unseeded the `np.random.choice` its imported training loop draws c
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,9 +34,11 @@ TORCH_RANDOM = frozenset({
 PER_ITEM = frozenset({"__getitem__", "__getitems__", "__iter__", "__next__", "__call__", "forward"})
 
 
-def rng_used(call: CallInfo) -> str | None:
-    """The global generator a call draws from: "random", "numpy" or "torch" (None: none)."""
-    if call.form != "function":
+def rng_used(call: CallInfo, ctx: FileContext | None = None) -> str | None:
+    """The global generator a call draws from: "random", "numpy" or "torch" (None: none). With
+    ``ctx``, a draw the code writes into a string (`'%06x' % random.randrange(16**6)`, a unique
+    name) does not count: it labels something and never reaches the numbers."""
+    if call.form != "function" or (ctx is not None and id(call.node) in ctx.as_text):
         return None
     qual = call.qual or ""
     name = call.name
@@ -55,22 +58,33 @@ def rng_used(call: CallInfo) -> str | None:
 @dataclass(frozen=True)
 class SeedingUse:
     """A module's seeding: the generators it seeds, whether it calls a seed-everything helper, and
-    its first draw from each generator outside per-item code (the call node)."""
+    its draws outside per-item code: per generator, the first draw (the call node) in each top-level
+    function or class (its name; None for module level and code it cannot name)."""
 
     seeded: frozenset[str] = frozenset()
     everything: bool = False
-    draws: dict[str, Any] = field(default_factory=dict)
+    draws: dict[str, list[tuple[Any, str | None]]] = field(default_factory=dict)
+
+    def reached(self, rng: str, names: Callable[[str], bool]) -> Any:
+        """The first draw from ``rng`` that runs for a program using the definitions ``names``
+        accepts (module-level draws always do); None when there is none."""
+        return next((node for node, owner in self.draws.get(rng, ()) if owner is None or names(owner)), None)
 
 
 def seeding_use(ctx: FileContext) -> SeedingUse:
     seeded, everything, draws = set(), False, {}
+    owners = {id(entry): body.qualname.split(".", 1)[0] for body in ctx.functions if body.qualname
+              for entry in body.walk(expand=False)}
     for call in ctx.calls.values():
         if call.name in SEEDS_EVERYTHING:
             everything = True
         elif call.form == "function" and call.qual in SEEDERS:
             seeded.add(SEEDERS[call.qual])
         else:
-            rng = rng_used(call)
+            rng = rng_used(call, ctx)
             if rng is not None and call.scope.function not in PER_ITEM:
-                draws.setdefault(rng, call.node)
+                owner = owners.get(id(call))
+                found = draws.setdefault(rng, [])
+                if all(owner != known for _, known in found):
+                    found.append((call.node, owner))
     return SeedingUse(frozenset(seeded), everything, draws)

@@ -169,6 +169,11 @@ class Walker(Definitions, Expressions, Calls):
         for small in node.body:
             self._small_stmt(small)
         self.flush()
+        call = node.body[0].value if len(node.body) == 1 and isinstance(node.body[0], cst.Expr) else None
+        if isinstance(call, cst.Call) and self._disables_grad(call) and \
+                self.ctx.qualify(call.func) == "torch.set_grad_enabled":
+            # `torch.set_grad_enabled(False)` as a statement: grad mode is off for the rest of the block
+            self.scope = replace(self.scope, no_grad=True)
 
     def _small_stmt(self, small) -> None:
         handler = self._small.get(type(small))

@@ -24,6 +24,7 @@ from torchlint.static.rules.tl308_train_mode_not_restored import TrainModeNotRes
 from torchlint.static.rules.tl309_unfrozen_not_optimized import UnfrozenNotOptimized
 from torchlint.static.rules.tl310_new_layer_not_optimized import NewLayerNotOptimized
 from torchlint.static.rules.tl311_input_gradient_in_update import InputGradientInUpdate
+from torchlint.static.rules.tl312_evaluation_in_train_mode import EvaluationInTrainMode
 from torchlint.static.rules.tl401_empty_cache_in_loop import EmptyCacheInLoop
 from torchlint.static.rules.tl402_graph_kept_alive import GraphKeptAlive
 from torchlint.static.rules.tl403_synchronous_dataloader import SynchronousDataloader
@@ -116,6 +117,7 @@ STATIC_RULES: tuple[Rule, ...] = (
     UnfrozenNotOptimized(),
     NewLayerNotOptimized(),
     InputGradientInUpdate(),
+    EvaluationInTrainMode(),
     EmptyCacheInLoop(),
     GraphKeptAlive(),
     SynchronousDataloader(),

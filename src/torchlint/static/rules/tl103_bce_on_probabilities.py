@@ -44,9 +44,10 @@ class BceOnProbabilities(Rule):
 
 
 def _same_function(ctx: FileContext, call: CallInfo, producer_node) -> bool:
-    """The sigmoid is applied next to the loss, where dropping it changes nothing else."""
+    """The sigmoid is applied next to the loss, where dropping it changes nothing else: a sigmoid
+    call, not a model (`D(x)` of an `nn.Sequential(..., nn.Sigmoid())`) whose output is one."""
     producer = ctx.call(producer_node)
-    return producer is not None and producer.scope.function == call.scope.function
+    return producer is not None and producer.op == "sigmoid" and producer.scope.function == call.scope.function
 
 
 def _fix(ctx: FileContext, call: CallInfo, prediction, producer_node) -> PendingFix | None:

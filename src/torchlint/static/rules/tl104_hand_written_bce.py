@@ -24,7 +24,8 @@ class HandWrittenBce(Rule):
             return
         logs: list[CallInfo] = []
         inner: list[cst.CSTNode] = []
-        _collect(ctx, node, logs, inner)
+        signs: dict[int, int] = {}
+        _collect(ctx, node, logs, inner, signs)
         # the operations inside were judged with this one (their log pairs are among its pairs):
         # not collecting each again keeps a long chain `a + b + c + ...` linear instead of quadratic
         done.update(id(n) for n in inner)
@@ -41,6 +42,8 @@ class HandWrittenBce(Rule):
                     continue
                 if ctx.shape(complement.right) != texts.get(id(first)):
                     continue
+                if signs[id(first)] != signs[id(second)]:
+                    continue  # `log(u) - log(1 - u)`: the log-odds of u (logistic noise), not a cross-entropy
                 if ctx.value(first.operand).positive and not log_hazard(ctx.value(complement)):
                     continue  # clamped or eps-guarded: a deliberate, safe form (unless the upper bound
                     # rounds to 1: `clamp(p, 1e-8, 1 - 1e-8)` is `clamp(p, 1e-8, 1.0)` in float32)
@@ -62,19 +65,31 @@ class HandWrittenBce(Rule):
                 return
 
 
-def _collect(ctx: FileContext, node, logs: list[CallInfo], inner: list) -> None:
+def _collect(ctx: FileContext, node, logs: list[CallInfo], inner: list, signs: dict[int, int] | None = None,
+             sign: int = 1) -> None:
+    """The log calls under ``node`` (through + - * / unary minus, sum and mean), each with the sign it
+    enters the total with (``signs``: by id of the call)."""
     if isinstance(node, cst.BinaryOperation):
         inner.append(node)
-        _collect(ctx, node.left, logs, inner)
-        _collect(ctx, node.right, logs, inner)
+        left, right = sign, -sign if isinstance(node.operator, cst.Subtract) else sign
+        if isinstance(node.operator, (cst.Multiply, cst.Divide)):  # `-y * log(p)`: the factor's sign
+            left, right = left * _sign(node.right), right * _sign(node.left)
+        _collect(ctx, node.left, logs, inner, signs, left)
+        _collect(ctx, node.right, logs, inner, signs, right)
     elif isinstance(node, cst.UnaryOperation):
-        _collect(ctx, node.expression, logs, inner)
+        _collect(ctx, node.expression, logs, inner, signs, -sign if isinstance(node.operator, cst.Minus) else sign)
     elif isinstance(node, cst.Call):
         call = ctx.call(node)
         if call is None:
             return
         if call.op in LOG_OPS:
             logs.append(call)
+            if signs is not None:
+                signs[id(call)] = sign
         elif call.op in ("mean", "sum") and call.operand is not None:
-            _collect(ctx, call.operand, logs, inner)
+            _collect(ctx, call.operand, logs, inner, signs, sign)
 
+
+
+def _sign(node) -> int:
+    return -1 if isinstance(node, cst.UnaryOperation) and isinstance(node.operator, cst.Minus) else 1

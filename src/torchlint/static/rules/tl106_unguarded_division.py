@@ -31,8 +31,15 @@ NAN_AWARE = frozenset({"nanmean", "nansum", "nanmedian", "nanquantile", "nan_to_
                        "nan_to_num_"})
 
 
+# Elementwise calls that keep a NaN where their input has one: `isnan` of `(a / b).clamp_(0, 1e4)`
+# sees the quotient's NaN.
+KEEPS_NAN = frozenset({"clamp", "clamp_", "clip", "clip_", "abs", "float", "double", "to", "view", "reshape",
+                       "squeeze", "unsqueeze", "flatten", "contiguous", "clone"})
+
+
 def nan_handled(ctx: FileContext, values) -> set[int]:
-    """Ids of those values the file passes to a NaN-aware function (`torch.nanmean(iou)`, `x.nan_to_num()`)."""
+    """Ids of those values the file passes to a NaN-aware function (`torch.nanmean(iou)`, `x.nan_to_num()`),
+    directly or through elementwise calls that keep its NaN (`isnan(q.clamp(0, 1))`)."""
     wanted = {id(value) for value in values}
     found: set[int] = set()
     for call in ctx.calls.values():
@@ -40,8 +47,15 @@ def nan_handled(ctx: FileContext, values) -> set[int]:
             continue
         for argument in (call.operand, *call.args):
             value = ctx.values.get(id(argument)) if argument is not None else None
-            if value is not None and id(value) in wanted:
-                found.add(id(value))
+            for _ in range(4):
+                if value is None:
+                    break
+                if id(value) in wanted:
+                    found.add(id(value))
+                    break
+                inner = ctx.call(value.node) if isinstance(value.node, cst.Call) else None
+                value = ctx.values.get(id(inner.operand)) if inner is not None and inner.name in KEEPS_NAN \
+                    and inner.operand is not None else None
     return found
 
 

@@ -15,7 +15,7 @@ class ImpreciseLog1p(Rule):
     info = RuleInfo(
         "TL112", "imprecise-log1p", "info",
         "log(1 + x) loses all precision for small x; log1p(x) is exact. log(1 + exp(x)) is softplus.",
-        fixable=True, tags=("numerics", "precision"),
+        default_enabled=False, fixable=True, tags=("numerics", "precision"),
     )
 
     def on_call(self, ctx: FileContext, call: CallInfo) -> None:

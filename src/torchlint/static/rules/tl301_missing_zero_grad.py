@@ -7,15 +7,16 @@ import libcst as cst
 from torchlint.rule import RuleInfo
 from torchlint.static.facts.ops import LOSS_OPS
 from torchlint.static.interpret.context import CallInfo, FileContext
-from torchlint.static.rules.base import Rule
 from torchlint.static.interpret.training import (
     BACKWARD,
     STEP,
     ZERO_GRAD,
+    classify,
     innermost_training_loops,
     loop_header,
     paths,
 )
+from torchlint.static.rules.base import Rule
 
 
 class MissingZeroGrad(Rule):
@@ -30,6 +31,16 @@ class MissingZeroGrad(Rule):
             if _own_gradients(ctx, steps):
                 continue
             if not any(a.kind == ZERO_GRAD for a in steps):
+                once = _cleared_before(ctx, loop)
+                if once is not None:  # the fix goes where the clearing is: into the loop
+                    ctx.report(
+                        self.info, once.node,
+                        f"`{ctx.code(once.node, 40)}` runs once, before the training loop, and the loop calls "
+                        "backward() and an optimizer step() without clearing the gradients: every step applies "
+                        "the sum of all previous gradients. Move it into the loop, before backward()",
+                        related=((loop_header(loop), "the training loop"),),
+                    )
+                    continue
                 ctx.report(
                     self.info, loop_header(loop),
                     "this loop calls backward() and an optimizer step() but never clears the gradients "
@@ -158,3 +169,15 @@ def _own_gradients(ctx: FileContext, steps) -> bool:
                     or given.op in LOSS_OPS:
                 return True  # not `scaler.step(optimizer)`
     return False
+
+
+def _cleared_before(ctx: FileContext, loop) -> CallInfo | None:
+    """A `zero_grad()` the function around the training loop calls before it (and not in it)."""
+    for body in ctx.functions:
+        found = None
+        for entry in body.walk(expand=False):
+            if entry is loop:
+                return found
+            if found is None and isinstance(entry, CallInfo) and classify(ctx, entry) == ZERO_GRAD:
+                found = entry
+    return None

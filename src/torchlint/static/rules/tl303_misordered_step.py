@@ -122,7 +122,8 @@ class MisorderedStep(Rule):
                 pending_backward, stepped = True, False  # (a backward for an input's gradient is no loss's)
             elif action.kind == STEP:
                 pending_backward, stepped = False, True
-            elif action.kind == ZERO_GRAD and pending_backward and STEP in kinds[index:]:
+            elif action.kind == ZERO_GRAD and pending_backward and STEP in kinds[index:] and \
+                    BACKWARD not in kinds[index:kinds.index(STEP, index)]:  # (a backward before the step refills them)
                 self._report(ctx, action.node,
                              "zero_grad() between backward() and step() erases the gradients just "
                              "computed: the step does nothing. Clear gradients before backward()")

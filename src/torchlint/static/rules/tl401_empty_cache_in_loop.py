@@ -20,8 +20,9 @@ class EmptyCacheInLoop(Rule):
         # loop, a benchmark over ops, an OOM handler, a retry, or an occasional validation block.
         done = set()
         for loop, _steps in innermost_training_loops(ctx):
-            for entry, cond, _via in body_entries(ctx, loop):
-                if not isinstance(entry, CallInfo) or entry.qual != "torch.cuda.empty_cache" or cond \
+            for entry, cond, via in body_entries(ctx, loop):
+                # (`via`: the call is in a function the loop calls under an `if`, e.g. every k-th step)
+                if not isinstance(entry, CallInfo) or entry.qual != "torch.cuda.empty_cache" or cond or via \
                         or entry.scope.guarded or entry.scope.cond or id(entry.node) in done:
                     continue
                 done.add(id(entry.node))

@@ -7,13 +7,13 @@ import re
 import libcst as cst
 
 from torchlint.rule import RuleInfo
-from torchlint.static.interpret.context import CallInfo, FileContext
 from torchlint.static.facts.ops import LOSS_OPS
-from torchlint.static.rules.base import Rule, atom
-from torchlint.static.interpret.training import BACKWARD, classify
+from torchlint.static.interpret.context import CallInfo, FileContext
 from torchlint.static.interpret.frames import params_of
 from torchlint.static.interpret.scopes import Body, Mark
 from torchlint.static.interpret.stores import kept_arguments
+from torchlint.static.interpret.training import BACKWARD, body_entries, classify
+from torchlint.static.rules.base import Rule, atom
 
 CUTS_GRAPH = frozenset({"item", "detach", "tolist", "numpy", "float", "int"})
 
@@ -35,6 +35,11 @@ class GraphKeptAlive(Rule):
             if not receivers:
                 continue  # summing losses inside one forward (multi-task, per-codebook) is fine
             self._kept_by_calls(ctx, loop, receivers, done)
+            self._kept_by_step_methods(ctx, loop, done)
+            # names are compared only with the loop's own backward calls: `loss` in a function the loop
+            # calls is another variable (`loss = train(...)` may be the float that function returns)
+            receivers = {ctx.shape(e.receiver) for e in loop.walk(expand=False) if classify(ctx, e) == BACKWARD
+                         and isinstance(e, CallInfo) and e.receiver is not None}
             holders = _holders(ctx, loop, receivers)
             for entry in loop.entries:
                 target = None
@@ -43,6 +48,9 @@ class GraphKeptAlive(Rule):
                 elif isinstance(entry, CallInfo) and entry.form == "method" and entry.name in ("append", "extend") \
                         and len(entry.args) == 1:
                     target, node = entry.args[0], entry.node
+                elif isinstance(entry, CallInfo) and entry.form == "method" and entry.name == "add_" \
+                        and len(entry.args) == 1 and not _made_in_loop(loop.node, entry):
+                    target, node = entry.args[0], entry.node  # `stats["loss"].add_(loss)`: a running sum kept
                 if target is None or entry.scope.no_grad or _cuts_graph(ctx, target):
                     continue
                 if isinstance(entry, Mark) and _rebound_each_iteration(loop.node, entry.node):
@@ -77,6 +85,30 @@ class GraphKeptAlive(Rule):
                          and classify(ctx, e) == BACKWARD and e.receiver is not None}
             if receivers:
                 self._kept_by_calls(ctx, function, receivers, done)
+
+    def _kept_by_step_methods(self, ctx: FileContext, loop: Body, done: set[int]) -> None:
+        """`self.step_outputs.append(log)` in a method the training loop calls each step, where `log`
+        (or an item of the dict it is) carries autograd history: the object keeps every step's graph."""
+        own = {id(entry) for entry in loop.walk(expand=False)}
+        for entry, _cond, _via in body_entries(ctx, loop):
+            if not isinstance(entry, CallInfo) or id(entry) in own or entry.form != "method" or \
+                    entry.name != "append" or len(entry.args) != 1 or entry.scope.no_grad or \
+                    id(entry.node) in done or not _on_self(entry.receiver):
+                continue
+            value = ctx.value(entry.args[0])
+            held = [item for item in value.items if item.tracked] if value.kind == "dict" else []
+            if not (held or (value.tracked and value.op is not None and not value.kind)) or \
+                    _cuts_graph(ctx, entry.args[0]):
+                continue
+            done.add(id(entry.node))
+            what = f"`{ctx.code(entry.args[0], 30)}`" + (", a dict holding tensors with their autograd graph," if held
+                                                         else ", a tensor with its autograd graph,")
+            ctx.report(
+                self.info, entry.node,
+                f"`{ctx.code(entry.node, 50)}` keeps {what} on the object at every training step: each step's "
+                "graph stays alive until the list is cleared and memory grows. Store `.detach()`ed tensors or "
+                "`.item()` numbers",
+            )
 
     def _kept_by_calls(self, ctx: FileContext, body: Body, receivers: set[str], done: set[int]) -> None:
         """`meter.update(loss)` where the method adds its argument to the object (`self.sum += val`)."""
@@ -206,6 +238,21 @@ def _rebound_each_iteration(loop_node, augassign: cst.AugAssign) -> bool:
     return False
 
 
+def _made_in_loop(loop_node, call: CallInfo) -> bool:
+    """The receiver of `total.add_(loss)` is a name assigned in the loop before the call: a fresh
+    tensor each iteration, which nothing keeps."""
+    if not isinstance(call.receiver, cst.Name):
+        return False
+    name = call.receiver.value
+    for small in _small_statements(loop_node):
+        if isinstance(small, cst.Expr) and small.value is call.node:
+            return False
+        if isinstance(small, cst.Assign) and any(
+                isinstance(t.target, cst.Name) and t.target.value == name for t in small.targets):
+            return True
+    return False
+
+
 def _small_statements(node):
     """The simple statements below a compound statement, in source order (no visitor: cheap)."""
     for field in ("body", "handlers", "orelse", "finalbody"):
@@ -241,3 +288,8 @@ def _cuts_graph(ctx: FileContext, node) -> bool:
         elif isinstance(item, cst.BinaryOperation):
             stack.extend((item.left, item.right))
     return False
+
+
+def _on_self(node) -> bool:
+    """`self.outputs`: a list the object keeps from one call to the next."""
+    return isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from torchlint.rule import RuleInfo
@@ -35,9 +36,13 @@ class PartialSeeding(Rule):
             return  # one algorithm-local seed (np.random.seed for a sampling scheme) is not run seeding
         used: dict[str, CallInfo] = {}
         in_main = _items_in_main_process(ctx, calls)
+        # pytest tests that seed: each test is its own program, so only its own draws count
+        tests = {c.scope.function for c in seeds}
+        tests = tests if all((name or "").startswith("test_") for name in tests) else None
         for call in calls:
-            rng = rng_used(call)
-            if rng is not None and (in_main or call.scope.function not in WORKER_SIDE):
+            rng = rng_used(call, ctx)
+            if rng is not None and (in_main or call.scope.function not in WORKER_SIDE) and \
+                    (tests is None or call.scope.function in tests):
                 used.setdefault(rng, call)
         missing = sorted(rng for rng in used if rng not in seeded)
         if not missing:
@@ -64,7 +69,8 @@ class PartialSeeding(Rule):
 
     def _imported_draws(self, ctx: FileContext, seeds: list[CallInfo], seeded: set[str]) -> None:
         """The program's other draws: project modules this file imports (two levels) that draw from a
-        generator neither this file nor any of them seeds, outside per-item code."""
+        generator neither this file nor any of them seeds, outside per-item code, at module level or
+        in a top-level function or class this file names (a library's other code does not run)."""
         if ctx.project is None or ctx.file is None:
             return
         modules = []
@@ -77,11 +83,20 @@ class PartialSeeding(Rule):
                 return
             seeded = seeded | summary.seeding.seeded
             modules.append((path, summary.seeding))
+        source = ctx.source
+        used = {}  # whether this file names a definition: a function or class of a module drawing in it
+
+        def names(owner: str) -> bool:
+            if owner not in used:
+                used[owner] = re.search(rf"\b{re.escape(owner)}\b", source) is not None
+            return used[owner]
+
         for path, use in modules:
-            missing = sorted(rng for rng in use.draws if rng not in seeded)
+            reached = {rng: use.reached(rng, names) for rng in use.draws if rng not in seeded}
+            missing = sorted(rng for rng, draw in reached.items() if draw is not None)
             if not missing or "torch" in use.seeded or len(use.seeded) > 1:
                 continue  # none, or the module's own check reports it (one finding per cause)
-            draw = use.draws[missing[0]]
+            draw = reached[missing[0]]
             ctx.report(
                 self.info, seeds[0].node,
                 f"seeds {', '.join(sorted(seeded))} but {path.name}, which this file imports, draws from "

@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 from torchlint.rule import RuleInfo
+from torchlint.static.interpret.construction_draws import RANDOM_INIT, draws_when_built
 from torchlint.static.interpret.context import CallInfo, FileContext
 from torchlint.static.interpret.scopes import Body
 from torchlint.static.interpret.seeding import SEEDS_EVERYTHING
 from torchlint.static.rules.base import Rule
 
 TORCH_SEEDS = frozenset({"torch.manual_seed", "torch.random.manual_seed"})
-# layers whose constructor draws their initial weights from torch's generator
-RANDOM_INIT = frozenset({"Linear", "Bilinear", "LazyLinear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d",
-                         "ConvTranspose2d", "ConvTranspose3d", "Embedding", "EmbeddingBag", "RNN", "LSTM", "GRU",
-                         "Transformer", "TransformerEncoderLayer", "TransformerDecoderLayer", "MultiheadAttention"})
 LOADS = frozenset({"load_state_dict", "load_checkpoint", "from_pretrained"})
 
 
@@ -51,12 +48,12 @@ class SeedAfterInit(Rule):
 def _builds_model(ctx: FileContext, call: CallInfo) -> bool:
     """A call whose result is a module with randomly initialised layers: a `torch.nn` layer that draws
     its weights, or an instance of one of the project's module classes (directly or through a
-    function that returns one). Pretrained models are left out."""
+    function that returns one) whose construction may draw. Pretrained models are left out."""
     value = ctx.value(call.node)
     if value.kind == "module":
         qual = value.qual or ""
         return qual.startswith("torch.nn.") and qual.rsplit(".", 1)[-1] in RANDOM_INIT
-    return value.kind == "instance" and value.cls is not None and value.cls.is_module
+    return value.kind == "instance" and value.cls is not None and value.cls.is_module and draws_when_built(value.cls)
 
 
 def _seeds_torch(ctx: FileContext, call: CallInfo) -> bool:

@@ -14,7 +14,7 @@ class UnsafeLoad(Rule):
     info = RuleInfo(
         "TL701", "unsafe-load", "error",
         "torch.load(weights_only=False) unpickles arbitrary objects: loading an untrusted file runs its code.",
-        tags=("security",), precision="very-high",
+        default_enabled=False, tags=("security",), precision="very-high",
     )
 
     def on_call(self, ctx: FileContext, call: CallInfo) -> None:
