@@ -683,3 +683,31 @@ def test_partial_seeding_counts_the_draws_of_imported_modules(tmp_path, changes,
     """Draws in per-item dataset code do not count: DataLoader workers reseed NumPy themselves."""
     files = {"main.py": SEEDED_MAIN, "fl_train.py": FED_AVG, "data.py": AUGMENTED, **changes}
     assert [f for f in found(make(tmp_path, files)) if f[1] == "TL501"] == expected
+
+
+PACKAGE_CYCLE = {
+    "pkg/__init__.py": "",
+    "pkg/transforms/__init__.py": "from .base_transform import BaseTransform\nfrom .half_hop import HalfHop\n"
+                                  "from .noise import Noise as AddNoise\n",
+    "pkg/transforms/base_transform.py": "from abc import ABC\n\n\nclass BaseTransform(ABC):\n"
+                                        "    def __call__(self, data):\n        return self.forward(data)\n",
+    "pkg/transforms/noise.py": "import torch\nimport torch.nn as nn\n\n\nclass Noise(nn.Linear):\n"
+                               "    def forward(self, data):\n        return data + torch.randn_like(data)\n",
+    # a module of the package imports its base class from the package it is imported by (a cycle)
+    "pkg/transforms/half_hop.py": "import torch\n\nfrom pkg.transforms import BaseTransform\n\n\n"
+                                  "class HalfHop(BaseTransform):\n    def __init__(self, p=0.5):\n"
+                                  "        if p < 0:\n            raise ValueError(f'bad p {p}')\n        self.p = p\n\n"
+                                  "    def forward(self, data):\n        return data * (torch.rand(()) > self.p)\n",
+    "test_half_hop.py": "import torch\n\nfrom pkg.transforms import AddNoise, HalfHop\n\n\n"
+                        "def test_half_hop():\n    transform = HalfHop()\n    torch.manual_seed(1)\n"
+                        "    assert transform(torch.ones(3)).shape == (3,)\n\n\n"
+                        "def test_noise():\n    noise = AddNoise(3, 3)\n    torch.manual_seed(1)\n"
+                        "    assert noise(torch.ones(3)).shape == (3,)\n",
+}
+
+
+def test_a_base_class_imported_through_the_package_that_imports_the_module(tmp_path):
+    """`from pkg.transforms import BaseTransform` inside pkg/transforms/half_hop.py, which
+    pkg/transforms/__init__.py imports: Python has bound BaseTransform by then, and so does the
+    analysis (HalfHop draws no weights; the aliased nn.Linear subclass does)."""
+    assert [f for f in found(make(tmp_path, PACKAGE_CYCLE)) if f[1] == "TL505"] == [("test_half_hop.py", "TL505", 14)]

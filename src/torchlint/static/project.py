@@ -13,6 +13,7 @@ summarised the same way).
 
 from __future__ import annotations
 
+import ast
 import os
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -349,6 +350,8 @@ class Project:
             return {}
         summary = self.summary(path)
         if summary is None:
+            if str(path) in self.active and path.name == "__init__.py" and names:
+                return self._reexported(path, names, deps)
             return {}
         deps.update(summary.deps)
         env = summary.env
@@ -361,6 +364,27 @@ class Project:
                 continue
             if value is not None and value is not NOTHING:
                 bound[name] = value
+        return bound
+
+
+    def _reexported(self, package: Path, names: list[str], deps: dict[str, str]) -> dict[str, Value]:
+        """`from pkg import Name` in a module that `pkg/__init__.py` is importing (an import cycle, as
+        Python runs it): the names the package had bound from its other modules (`from .base import
+        Name`), read from those modules directly."""
+        try:
+            tree = ast.parse(package.read_bytes())
+        except (OSError, SyntaxError, ValueError):
+            return {}
+        bound: dict[str, Value] = {}
+        for statement in tree.body:
+            if not isinstance(statement, ast.ImportFrom):
+                continue
+            for alias in statement.names:
+                local = alias.asname or alias.name
+                if local in names and local not in bound:
+                    found = self.names(package, statement.module, statement.level, [alias.name], deps)
+                    if alias.name in found:
+                        bound[local] = found[alias.name]
         return bound
 
 
