@@ -372,20 +372,28 @@ class Project:
         Python runs it): the names the package had bound from its other modules (`from .base import
         Name`), read from those modules directly."""
         try:
-            tree = ast.parse(package.read_bytes())
-        except (OSError, SyntaxError, ValueError):
+            stat = package.stat()
+        except OSError:
             return {}
         bound: dict[str, Value] = {}
-        for statement in tree.body:
-            if not isinstance(statement, ast.ImportFrom):
-                continue
-            for alias in statement.names:
-                local = alias.asname or alias.name
-                if local in names and local not in bound:
-                    found = self.names(package, statement.module, statement.level, [alias.name], deps)
-                    if alias.name in found:
-                        bound[local] = found[alias.name]
+        for module, level, name, local in _import_froms(str(package), stat.st_size, stat.st_mtime_ns):
+            if local in names and local not in bound:
+                found = self.names(package, module, level, [name], deps)
+                if name in found:
+                    bound[local] = found[name]
         return bound
+
+
+@lru_cache(maxsize=256)
+def _import_froms(path: str, size: int, mtime_ns: int) -> tuple[tuple[str | None, int, str, str], ...]:
+    """(module, level, name, local name) of each module-level `from module import name [as local]`
+    of a file, read once per version of it (size and mtime are the cache key)."""
+    try:
+        tree = ast.parse(Path(path).read_bytes())
+    except (OSError, SyntaxError, ValueError):
+        return ()
+    return tuple((statement.module, statement.level, alias.name, alias.asname or alias.name)
+                 for statement in tree.body if isinstance(statement, ast.ImportFrom) for alias in statement.names)
 
 
 def _folders_up_to(folder: Path, root: Path) -> list[Path]:

@@ -14,11 +14,12 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from torchlint.static.interpret import training
 from torchlint.static.interpret.context import CallInfo, FileContext
 from torchlint.static.interpret.frames import params_of
 from torchlint.static.interpret.model_calls import is_model_call
 from torchlint.static.interpret.scopes import WALK_BUDGET, Body
-from torchlint.static.interpret.training import BACKWARD, STEP, actions, classify
+from torchlint.static.interpret.training import BACKWARD, classify
 from torchlint.static.traverse import nodes_of
 
 EVAL, TRAIN, FORWARD = "eval", "train", "forward"
@@ -26,24 +27,14 @@ EVAL, TRAIN, FORWARD = "eval", "train", "forward"
 
 def trains(ctx: FileContext, loop: Body) -> bool:
     """A training loop: one iteration runs a backward and an optimizer step."""
-    kinds = {a.kind for a in actions(ctx, loop)}
-    return BACKWARD in kinds and STEP in kinds
+    return training.trains({a.kind for a in training.loop_actions(ctx, loop)})
 
 
-def eval_mode_shapes(ctx: FileContext) -> set[str]:
-    """The modules the file puts in eval mode somewhere (`model.eval()`)."""
+def mode_shapes(ctx: FileContext, mode: str) -> set[str]:
+    """The modules the file puts in ``mode`` somewhere (`model.train()`, `model.eval()`). Those put in
+    train mode are the models it trains: a frozen teacher or an EMA copy is only put in eval mode."""
     return {module_shape(ctx, entry.receiver, {}) for entry in ctx.timeline
-            if isinstance(entry, CallInfo) and mode_of(entry) == EVAL}
-
-
-def train_mode_shapes(ctx: FileContext) -> set[str]:
-    """The modules the file puts in train mode somewhere (`model.train()`): the models it trains.
-    A module only ever put in eval mode (a frozen teacher, an EMA copy) is not one."""
-    found = set()
-    for entry in ctx.timeline:
-        if isinstance(entry, CallInfo) and mode_of(entry) == TRAIN:
-            found.add(module_shape(ctx, entry.receiver, {}))
-    return found
+            if isinstance(entry, CallInfo) and mode_of(entry) == mode}
 
 
 # layers whose forward differs between train and eval mode

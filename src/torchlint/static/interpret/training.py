@@ -247,6 +247,15 @@ def innermost_training_loops(ctx: FileContext) -> list[tuple[Body, list[Action]]
     return found
 
 
+def enclosing_function(ctx: FileContext, loop: Body) -> Body | None:
+    """The function whose body holds ``loop`` (at any depth of loops): where the code before the
+    loop sets things up (a `zero_grad()`, a `model.train()`)."""
+    for body in ctx.functions:
+        if any(entry is loop for entry in body.walk(expand=False)):
+            return body
+    return None
+
+
 def paths(steps: list[Action]) -> Iterator[list[Action]]:
     """The action sequences of each combination of the flags the actions run under."""
     flags = sorted({name for action in steps for name, _ in action.cond})

@@ -12,6 +12,7 @@ from torchlint.static.interpret.training import (
     STEP,
     ZERO_GRAD,
     classify,
+    enclosing_function,
     innermost_training_loops,
     loop_header,
     paths,
@@ -173,11 +174,10 @@ def _own_gradients(ctx: FileContext, steps) -> bool:
 
 def _cleared_before(ctx: FileContext, loop) -> CallInfo | None:
     """A `zero_grad()` the function around the training loop calls before it (and not in it)."""
-    for body in ctx.functions:
-        found = None
-        for entry in body.walk(expand=False):
-            if entry is loop:
-                return found
-            if found is None and isinstance(entry, CallInfo) and classify(ctx, entry) == ZERO_GRAD:
-                found = entry
+    function = enclosing_function(ctx, loop)
+    for entry in function.walk(expand=False) if function is not None else ():
+        if entry is loop:
+            break
+        if isinstance(entry, CallInfo) and classify(ctx, entry) == ZERO_GRAD:
+            return entry
     return None

@@ -14,7 +14,7 @@ from torchlint.static.interpret.model_modes import (
     has_modes,
     mode_dependent_shapes,
     module_shape,
-    train_mode_shapes,
+    mode_shapes,
     trains,
 )
 from torchlint.static.interpret.scopes import Body
@@ -34,7 +34,7 @@ class TrainModeNotRestored(Rule):
         training = [loop for loop in ctx.loops if trains(ctx, loop)]
         if not training:
             return
-        switched = train_mode_shapes(ctx)
+        switched = mode_shapes(ctx, TRAIN)
         if not switched:
             return
         layered = mode_dependent_shapes(ctx)

@@ -8,15 +8,15 @@ from torchlint.static.interpret.model_modes import (
     EVAL,
     FORWARD,
     TRAIN,
-    eval_mode_shapes,
     events,
     mode_dependent_shapes,
+    mode_shapes,
     mode_of,
     module_shape,
-    train_mode_shapes,
     trains,
 )
 from torchlint.static.interpret.scopes import Body
+from torchlint.static.interpret.training import enclosing_function
 from torchlint.static.rules.base import Rule
 
 
@@ -34,8 +34,8 @@ class EvaluationInTrainMode(Rule):
             return
         # models with dropout or BatchNorm the file puts in train mode, in a file that puts a model in
         # eval mode somewhere (its author evaluates in eval mode elsewhere: here it was forgotten)
-        known = train_mode_shapes(ctx) & mode_dependent_shapes(ctx)
-        if not known or not eval_mode_shapes(ctx):
+        known = mode_shapes(ctx, TRAIN) & mode_dependent_shapes(ctx)
+        if not known or not mode_shapes(ctx, EVAL):
             return
         reported: set[int] = set()
         for loop in training:
@@ -68,14 +68,13 @@ class EvaluationInTrainMode(Rule):
 
 
 def _before(ctx: FileContext, loop: Body) -> dict[str, tuple]:
-    """The modes the function around ``loop`` sets before it (`self.model.train()` then the loop)."""
-    for body in ctx.functions:
-        if not any(entry is loop for entry in body.entries):
-            continue
-        state: dict[str, tuple] = {}
-        for entry in body.entries:
-            if entry is loop:
-                return state
-            if isinstance(entry, CallInfo) and mode_of(entry) is not None:
-                state[module_shape(ctx, entry.receiver, {})] = (mode_of(entry), entry, entry)
-    return {}
+    """The modes the function around ``loop`` sets before it, in its own body (`self.model.train()`
+    then the loop)."""
+    function = enclosing_function(ctx, loop)
+    state: dict[str, tuple] = {}
+    for entry in function.entries if function is not None else ():
+        if entry is loop:
+            return state
+        if isinstance(entry, CallInfo) and mode_of(entry) is not None:
+            state[module_shape(ctx, entry.receiver, {})] = (mode_of(entry), entry, entry)
+    return {}  # the loop is nested in another one: no mode set before it in the function's own body

@@ -30,16 +30,14 @@ class GraphKeptAlive(Rule):
         for loop in ctx.loops:
             if loop.scope.no_grad:
                 continue
-            receivers = {ctx.shape(e.receiver) for e in loop.walk() if classify(ctx, e) == BACKWARD
-                         and isinstance(e, CallInfo) and e.receiver is not None}
+            receivers = _backward_receivers(ctx, loop.walk())
             if not receivers:
                 continue  # summing losses inside one forward (multi-task, per-codebook) is fine
             self._kept_by_calls(ctx, loop, receivers, done)
             self._kept_by_step_methods(ctx, loop, done)
             # names are compared only with the loop's own backward calls: `loss` in a function the loop
             # calls is another variable (`loss = train(...)` may be the float that function returns)
-            receivers = {ctx.shape(e.receiver) for e in loop.walk(expand=False) if classify(ctx, e) == BACKWARD
-                         and isinstance(e, CallInfo) and e.receiver is not None}
+            receivers = _backward_receivers(ctx, loop.walk(expand=False))
             holders = _holders(ctx, loop, receivers)
             for entry in loop.entries:
                 target = None
@@ -49,11 +47,13 @@ class GraphKeptAlive(Rule):
                         and len(entry.args) == 1:
                     target, node = entry.args[0], entry.node
                 elif isinstance(entry, CallInfo) and entry.form == "method" and entry.name == "add_" \
-                        and len(entry.args) == 1 and not _made_in_loop(loop.node, entry):
+                        and len(entry.args) == 1 and not (isinstance(entry.receiver, cst.Name) and _assigned_before(
+                            loop.node, entry.receiver.value, entry.node)):  # (not a tensor made this iteration)
                     target, node = entry.args[0], entry.node  # `stats["loss"].add_(loss)`: a running sum kept
                 if target is None or entry.scope.no_grad or _cuts_graph(ctx, target):
                     continue
-                if isinstance(entry, Mark) and _rebound_each_iteration(loop.node, entry.node):
+                if isinstance(entry, Mark) and isinstance(entry.node.target, cst.Name) and \
+                        _assigned_before(loop.node, entry.node.target.value, entry.node):
                     continue  # `loss = a; loss += b` builds this step's loss: nothing outlives the step
                 value = ctx.value(target)
                 if value.tracked is False:
@@ -81,8 +81,7 @@ class GraphKeptAlive(Rule):
             # whatever loop calls it, here or in another module (a runner's `train()`).
             if function.scope.no_grad:
                 continue
-            receivers = {ctx.shape(e.receiver) for e in function.entries if isinstance(e, CallInfo)
-                         and classify(ctx, e) == BACKWARD and e.receiver is not None}
+            receivers = _backward_receivers(ctx, function.entries)
             if receivers:
                 self._kept_by_calls(ctx, function, receivers, done)
 
@@ -224,28 +223,17 @@ def _holders(ctx: FileContext, loop, receivers: set[str]) -> dict[str, str]:
     return found
 
 
-def _rebound_each_iteration(loop_node, augassign: cst.AugAssign) -> bool:
-    """The `+=` target is plainly assigned earlier in the same loop body (source order)."""
-    if not isinstance(augassign.target, cst.Name):
-        return False
-    name = augassign.target.value
-    for small in _small_statements(loop_node):
-        if small is augassign:
-            return False
-        if isinstance(small, cst.Assign) and any(
-                isinstance(t.target, cst.Name) and t.target.value == name for t in small.targets):
-            return True
-    return False
+def _backward_receivers(ctx: FileContext, entries) -> set[str]:
+    """What the backward calls among ``entries`` differentiate, as written (`loss`, `out["loss"]`)."""
+    return {ctx.shape(e.receiver) for e in entries
+            if isinstance(e, CallInfo) and e.receiver is not None and classify(ctx, e) == BACKWARD}
 
 
-def _made_in_loop(loop_node, call: CallInfo) -> bool:
-    """The receiver of `total.add_(loss)` is a name assigned in the loop before the call: a fresh
-    tensor each iteration, which nothing keeps."""
-    if not isinstance(call.receiver, cst.Name):
-        return False
-    name = call.receiver.value
+def _assigned_before(loop_node, name: str, statement) -> bool:
+    """``name`` is plainly assigned in the loop body before ``statement`` (source order): `loss = a;
+    loss += b` builds one step's loss, `total = torch.zeros(1); total.add_(loss)` a fresh tensor."""
     for small in _small_statements(loop_node):
-        if isinstance(small, cst.Expr) and small.value is call.node:
+        if small is statement or (isinstance(small, cst.Expr) and small.value is statement):
             return False
         if isinstance(small, cst.Assign) and any(
                 isinstance(t.target, cst.Name) and t.target.value == name for t in small.targets):
