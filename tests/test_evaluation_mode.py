@@ -31,7 +31,38 @@ def main(loader, val_loader):
     return test(net, val_loader)
 """
 
+SOLVER = NET.split("\n\ndef test")[0] + """
+
+class Solver:
+    def __init__(self, test_loader):
+        self.test_loader = test_loader
+
+    def train(self, loader, model):
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        model.train()
+        for x, y in loader:
+            optimizer.zero_grad()
+            nn.functional.cross_entropy(model(x), y).backward()
+            optimizer.step()
+{before}        return self.test(model)
+
+    def test(self, model):
+        correct = 0
+        for x, y in self.test_loader:
+            with torch.no_grad():
+                correct += (model(x).argmax(1) == y).sum().item()
+        return correct
+
+
+def main(loader, test_loader):
+    return Solver(test_loader).train(loader, Net())
+"""
+
 CASES = {
+    "a final test after the training loop, in train mode, in a file with no eval() at all (VAAL)": (
+        SOLVER.replace("{before}", ""), {("TL312", 27)}),
+    "clean: eval() before the final test after the training loop": (
+        SOLVER.replace("{before}", "        model.eval()\n"), set()),
     "validation under no_grad without eval(), called from the epoch loop after train()": (NET + """
 def val(net, loader):
     correct = 0

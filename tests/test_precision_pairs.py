@@ -23,6 +23,43 @@ PAIRS = {
             spread = x.max() - x.min()
             return (x - x.min()) / spread
         """, {("TL106", 5)}),
+    # Boxes: the box enclosing two boxes is at least as large as each (DETR's generalized IoU), while
+    # the overlap of two boxes is clamped at 0 for every pair that does not touch.
+    "clean: division by the area of the box enclosing two boxes": ("""
+        import torch
+        def giou(boxes1, boxes2, iou, union):
+            lt = torch.min(boxes1[:, None, :2], boxes2[:, :2])
+            rb = torch.max(boxes1[:, None, 2:], boxes2[:, 2:])
+            wh = (rb - lt).clamp(min=0)
+            area = wh[:, :, 0] * wh[:, :, 1]
+            return iou - (area - union) / area
+        """, set()),
+    "division by the overlap of two boxes, 0 for boxes apart": ("""
+        import torch
+        def overlap_ratio(boxes1, boxes2, area1):
+            lt = torch.max(boxes1[:, None, :2], boxes2[:, :2])
+            rb = torch.min(boxes1[:, None, 2:], boxes2[:, 2:])
+            wh = (rb - lt).clamp(min=0)
+            inter = wh[:, :, 0] * wh[:, :, 1]
+            return area1[:, None] / inter
+        """, {("TL106", 8)}),
+    # Counts of labels: a few-shot episode's support labels are every class repeated (each bin is hit),
+    # a batch's labels are whatever the sampler drew.
+    "clean: class prototypes divided by counts of arange(n_way) repeated (a prototypical network)": ("""
+        import torch
+        def prototypes(support, n_way, n_support):
+            labels = torch.arange(n_way).repeat_interleave(n_support)
+            sums = torch.zeros(n_way, support.shape[-1]).index_add_(0, labels, support)
+            counts = torch.bincount(labels, minlength=n_way).unsqueeze(1)
+            return sums / counts
+        """, set()),
+    "class means divided by counts of a batch's labels, padded to every class": ("""
+        import torch
+        def class_means(features, labels, n_classes):
+            sums = torch.zeros(n_classes, features.shape[-1]).index_add_(0, labels, features)
+            counts = torch.bincount(labels, minlength=n_classes).unsqueeze(1)
+            return sums / counts
+        """, {("TL106", 6)}),
     # A value whose range excludes 0: sigmoid of a clamped input cannot reach 0 in float32.
     "clean: sqrt of the sigmoid of an input clamped to [-10, 10]": ("""
         import torch

@@ -285,6 +285,24 @@ CASES = {
             return torch.sigmoid((torch.log(u) - torch.log(1 - u) + x) / beta)
         """, set()),
     # --- TL105 unguarded-sqrt ----------------------------------------------------------------
+    "clean: an RMSE loss over every element of the batch (0 only where every prediction is exact)": ("""
+        import torch
+        def rmse(pred, obs):
+            return torch.sqrt(torch.mean((pred - obs) ** 2))
+        def train(model, x, y, opt):
+            loss = rmse(model(x), y)
+            loss.backward()
+            opt.step()
+        """, set()),
+    "a per-sample root-mean-square of differences, differentiated: a distance per sample (TL119)": ("""
+        import torch
+        def per_sample_rmse(pred, obs):
+            return torch.sqrt(torch.mean((pred - obs) ** 2, dim=1))
+        def train(model, x, y, opt):
+            loss = per_sample_rmse(model(x), y).mean()
+            loss.backward()
+            opt.step()
+        """, {("TL119", 4)}),
     "sqrt of a variance of a layer output": ("""
         import torch
         import torch.nn as nn
@@ -1174,7 +1192,53 @@ CASES = {
         def f(z, y):
             return F.nll_loss(torch.sigmoid(z), y)
         """, {("TL111", 5)}),
+    # --- TL124 positive-infinity-mask -------------------------------------------------------
+    "a causal mask filled with -float('-inf'), which is +inf, under a flag, before softmax": ("""
+        import torch
+        def attend(q, k, mask, causal):
+            dots = torch.einsum("bhid,bhjd->bhij", q, k)
+            if causal:
+                dots.masked_fill_(mask, -float('-inf'))
+            return dots.softmax(dim=-1)
+        """, {("TL124", 6)}),
+    "scores masked with float('inf') before torch.softmax": ("""
+        import torch
+        def attend(q, k, mask):
+            scores = q @ k.transpose(-1, -2)
+            scores = scores.masked_fill(mask, float("inf"))
+            return torch.softmax(scores, dim=-1)
+        """, {("TL124", 5)}),
+    "clean: -inf masks before softmax, and +inf distances before min()": ("""
+        import torch
+        def attend(q, k, mask):
+            scores = (q @ k.transpose(-1, -2)).masked_fill(mask, float("-inf"))
+            return scores.softmax(dim=-1)
+        def nearest(d, mask):
+            d = d.masked_fill(mask, float("inf"))
+            return d.min(dim=-1)
+        """, set()),
     # --- TL115 hand-written-softmax ----------------------------------------------------------
+    "clean: a Gaussian kernel, exp of a non-positive argument, normalised by its sum (SimCLR's blur)": ("""
+        import numpy as np
+        def kernel(r, sigma):
+            x = np.arange(-r, r + 1)
+            x = np.exp(-x ** 2 / (2 * sigma ** 2))
+            return x / x.sum()
+        """, set()),
+    "clean: the same kernel with a width drawn from np.random.uniform(0.1, 2.0)": ("""
+        import numpy as np
+        def kernel(r):
+            sigma = np.random.uniform(0.1, 2.0)
+            x = np.arange(-r, r + 1)
+            x = np.exp(-np.power(x, 2) / (2 * sigma * sigma))
+            return x / x.sum()
+        """, set()),
+    "exp of scores divided by a width, normalised by its sum": ("""
+        import numpy as np
+        def weights(scores, sigma):
+            x = np.exp(scores / (2 * sigma ** 2))
+            return x / x.sum()
+        """, {("TL115", 4)}),
     "a zero buffer filled with exps of raw scores in a loop, then normalised": ("""
         import torch
         import torch.nn as nn

@@ -9,7 +9,12 @@ import pytest
 from test_cli import run
 
 from torchlint.api import check_paths
-from torchlint.static.torch_support import lower_bound, oldest_in_text, torch_support
+from torchlint.static.torch_support import (
+    lower_bound,
+    newest_in_text,
+    oldest_in_text,
+    torch_support,
+)
 
 
 @pytest.mark.parametrize(("text", "oldest"), [
@@ -26,6 +31,19 @@ from torchlint.static.torch_support import lower_bound, oldest_in_text, torch_su
 ])
 def test_oldest_supported_version_of_requirement_text(text, oldest):
     assert oldest_in_text(text) == oldest
+
+
+@pytest.mark.parametrize(("text", "newest"), [
+    ("torch==1.7.1", (1, 7, 2)),
+    ("torch>=1.4,<1.9", (1, 9)),
+    ("torch<=1.8.1", (1, 8, 2)),
+    ("torch~=1.7.1", (1, 8)),
+    ("dependencies:\n  - pytorch=0.4.1", (0, 4, 2)),
+    ("torch>=1.7", None),  # a floor only: today's release is what an install gets
+    ("torch==1.7\ntorch>=2.0; sys_platform == 'linux'", None),
+])
+def test_newest_installed_version_of_requirement_text(text, newest):
+    assert newest_in_text(text) == newest
 
 
 def test_lower_bounds():
@@ -90,11 +108,15 @@ def codes(root: Path) -> set[tuple[str, int]]:
 
 
 @pytest.mark.parametrize(("requirements", "init", "expected"), [
-    ("torch>=1.7\n", "", {("TL504", 15)}),  # workers copy np.random's state before PyTorch 1.9
+    ("torch==1.7.1\n", "", {("TL504", 15)}),  # workers copy np.random's state before PyTorch 1.9
+    ("torch>=1.4,<1.9\n", "", {("TL504", 15)}),  # capped below 1.9: what is installed is older
+    ("torch>=1.7\n", "", set()),  # only a floor: an install gets a current PyTorch
+    ("torch>=1.7,<2\n", "", set()),  # 1.9 and later admitted
+    ("torch~=1.8\n", "", set()),  # 1.8 up to 2.0
     ("torch>=1.9\n", "", set()),  # PyTorch reseeds np.random in every worker
     ("torch\n", "", set()),  # the oldest supported version is not known
     (None, "", set()),
-    ("torch>=1.7\n", ", worker_init_fn=lambda i: np.random.seed(torch.initial_seed() % 2**32)", set()),
+    ("torch==1.7.1\n", ", worker_init_fn=lambda i: np.random.seed(torch.initial_seed() % 2**32)", set()),
 ])
 def test_numpy_global_draws_in_workers_depend_on_the_oldest_supported_torch(tmp_path, requirements, init, expected):
     files = {"data.py": DATASET.replace("{init}", init)}
@@ -108,7 +130,7 @@ def test_the_config_setting_wins_over_the_project_metadata(tmp_path, monkeypatch
                      "pyproject.toml": "[tool.torchlint]\ntorch-version = '>=1.8'\n"})
     monkeypatch.chdir(tmp_path)
     code, out, _ = run(["data.py", "--select", "TL504", "--no-cache"], capsys)
-    assert code == 1 and "data.py:15:17: TL504" in out and "supports PyTorch 1.8 ([tool.torchlint] torch-version)" in out
+    assert code == 1 and "data.py:15:17: TL504" in out and "runs PyTorch 1.8 ([tool.torchlint] torch-version)" in out
 
 
 def test_editing_the_requirements_rechecks_a_cached_file(tmp_path, monkeypatch, capsys):
@@ -116,7 +138,7 @@ def test_editing_the_requirements_rechecks_a_cached_file(tmp_path, monkeypatch, 
                      "pyproject.toml": "[tool.torchlint]\nselect = ['TL504']\n"})
     monkeypatch.chdir(tmp_path)
     assert run(["data.py"], capsys)[0] == 0
-    (tmp_path / "requirements.txt").write_text("torch>=1.7\n")
+    (tmp_path / "requirements.txt").write_text("torch==1.7.1\n")
     assert run(["data.py"], capsys)[0] == 1
 
 

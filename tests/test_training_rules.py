@@ -68,6 +68,32 @@ CASES = {
                 h.data.clamp_(min=0)
                 return h.sigmoid()
         """, {("TL201", 9)}),
+    "masking scores through .data with a moderate fill value": ("""
+        import torch.nn as nn
+        import torch.nn.functional as F
+        class Attention(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.v = nn.Linear(8, 1)
+            def forward(self, h, mask):
+                scores = self.v(h).squeeze(-1)
+                scores.data.masked_fill_(mask, 0.0)
+                return F.softmax(scores, dim=1)
+        """, {("TL201", 10)}),
+    "clean: masking attention scores through .data with -inf before softmax (Tacotron 2)": ("""
+        import torch
+        import torch.nn as nn
+        import torch.nn.functional as F
+        class Attention(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.v = nn.Linear(8, 1)
+                self.score_mask_value = -float("inf")
+            def forward(self, h, mask):
+                alignment = self.v(torch.tanh(h)).squeeze(-1)
+                alignment.data.masked_fill_(mask, self.score_mask_value)
+                return F.softmax(alignment, dim=1)
+        """, set()),
     "weight clipping between the forward pass and backward": ("""
         import torch
         import torch.nn as nn
@@ -289,11 +315,53 @@ CASES = {
             return torch.autograd.grad(out, x, v, retain_graph=True)
         """, set()),
     # TL205
-    "checkpoint through the module alias": ("""
+    "checkpoint through the module alias, of a detached input": ("""
         import torch.utils.checkpoint as cp
         def f(block, x):
-            return cp.checkpoint(block, x)
+            return cp.checkpoint(block, x.detach())
         """, {("TL205", 4)}),
+    "reentrant checkpoint of features computed under no_grad (a frozen stem)": ("""
+        import torch
+        from torch.utils.checkpoint import checkpoint
+        class Net(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.stem = torch.nn.Linear(8, 8)
+                self.block = torch.nn.Linear(8, 8)
+            def forward(self, x):
+                with torch.no_grad():
+                    h = self.stem(x)
+                return checkpoint(self.block, h, use_reentrant=True)
+        """, {("TL205", 12)}),
+    "checkpoint_sequential of a new tensor": ("""
+        import torch
+        from torch.utils.checkpoint import checkpoint_sequential
+        def run(blocks):
+            return checkpoint_sequential(blocks, 2, torch.randn(4, 8))
+        """, {("TL205", 5)}),
+    "clean: an input of unknown history (a parameter) is only a deprecation warning": ("""
+        from torch.utils.checkpoint import checkpoint
+        def forward(blocks, x):
+            for block in blocks:
+                x = checkpoint(block, x)
+            return x
+        """, set()),
+    "clean: one input with history is enough": ("""
+        import torch
+        from torch.utils.checkpoint import checkpoint
+        class Net(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.stem = torch.nn.Linear(8, 8)
+                self.block = torch.nn.Linear(8, 8)
+            def forward(self, x):
+                return checkpoint(self.block, self.stem(x), x.detach())
+        """, set()),
+    "clean: non-reentrant checkpoint of a detached input": ("""
+        from torch.utils.checkpoint import checkpoint
+        def f(block, x):
+            return checkpoint(block, x.detach(), use_reentrant=False)
+        """, set()),
     # TL301
     "zero_grad once before the epoch loop, never in it: reported where the call is": ("""
         import torch
@@ -603,7 +671,65 @@ CASES = {
             loss = ((reward - mean) * log_prob).mean() + F.mse_loss(reward, mean)
             loss.backward()
         """, set()),
+    # TL313
+    "an accumulation step gated by a bare remainder (PyTorch-YOLOv3)": ("""
+        import torch
+        def train(model, loader, optimizer, epochs, accumulate=1):
+            for epoch in range(epochs):
+                for i, (x, y) in enumerate(loader):
+                    done = len(loader) * epoch + i
+                    torch.nn.functional.cross_entropy(model(x), y).backward()
+                    if done % accumulate:
+                        optimizer.step()
+                        optimizer.zero_grad()
+        """, {("TL313", 8)}),
+    "a step gated by a remainder compared with != 0": ("""
+        import torch
+        def train(model, loader, optimizer, k):
+            for i, (x, y) in enumerate(loader):
+                torch.nn.functional.cross_entropy(model(x), y).backward()
+                if (i + 1) % k != 0:
+                    optimizer.step()
+                    optimizer.zero_grad()
+        """, {("TL313", 6)}),
+    "clean: accumulation gated by remainder == 0, and a log line on a bare remainder": ("""
+        import torch
+        def train(model, loader, optimizer, k):
+            for i, (x, y) in enumerate(loader):
+                loss = torch.nn.functional.cross_entropy(model(x), y)
+                (loss / k).backward()
+                if (i + 1) % k == 0:
+                    optimizer.step()
+                    optimizer.zero_grad()
+                if not i % 100:
+                    print(loss.item())
+                if i % 100:
+                    continue
+        """, set()),
     # TL303
+    "clearing every parameter's grad between backward and step": ("""
+        import torch
+        def train(model, loader, optimizer):
+            for x, y in loader:
+                loss = torch.nn.functional.cross_entropy(model(x), y)
+                loss.backward()
+                for p in model.parameters():
+                    p.grad = None
+                optimizer.step()
+        """, {("TL303", 8)}),
+    "clean: dropping the grads of some parameters is a freeze (swav's prototypes)": ("""
+        import torch
+        def train(model, loader, optimizer, freeze_iters):
+            for it, (x, y) in enumerate(loader):
+                optimizer.zero_grad()
+                loss = torch.nn.functional.cross_entropy(model(x), y)
+                loss.backward()
+                if it < freeze_iters:
+                    for name, p in model.named_parameters():
+                        if "prototypes" in name:
+                            p.grad = None
+                optimizer.step()
+        """, set()),
     "a warm-up schedule counted in optimizer updates, stepped on every micro-batch": ("""
         import torch
         import torch.nn.functional as F
@@ -843,6 +969,69 @@ CASES = {
                 model(x).sum().backward()
         """, set()),
     # TL306
+    "sampling loop of a model put in eval mode through a chain (not frozen)": ("""
+        import torch
+        def ppl(sampler, metric, n):
+            sampler.eval().to("cpu")
+            dist = []
+            for start in range(0, n, 8):
+                dist.append(metric(sampler(torch.randn(8, 4))))
+            return dist
+        """, {("TL306", 6)}),
+    "clean: a frozen model (requires_grad_(False)) records no graph (stylegan2-ada's PPL sampler)": ("""
+        import torch
+        def ppl(sampler, metric, n):
+            sampler.eval().requires_grad_(False).to("cpu")
+            dist = []
+            for start in range(0, n, 8):
+                dist.append(metric(sampler(torch.randn(8, 4))))
+            return dist
+        """, set()),
+    "clean: a loop over the samples of one batch, to save images (PyTorch-GAN's sample_images)": ("""
+        import torch
+        def sample_images(generator, val_loader, z_dim):
+            generator.eval()
+            imgs = next(iter(val_loader))
+            rows = []
+            for a, b in zip(imgs["A"], imgs["B"]):
+                fake = generator(a[None], torch.randn(1, z_dim))
+                rows.append(torch.cat([a, fake.data[0]], -1))
+            generator.train()
+            return torch.cat(rows, -2)
+        """, set()),
+    "the same generator run over every batch of the validation loader": ("""
+        import torch
+        def sample_images(generator, val_loader, z_dim):
+            generator.eval()
+            rows = []
+            for imgs in val_loader:
+                fake = generator(imgs["A"], torch.randn(1, z_dim))
+                rows.append(fake.data.cpu())
+            generator.train()
+            return torch.cat(rows, -2)
+        """, {("TL306", 6)}),
+    "evaluation over batches taken with next() in a while loop": ("""
+        import torch
+        def evaluate(model, val_loader):
+            model.eval()
+            it = iter(val_loader)
+            correct = 0
+            while True:
+                x, y = next(it)
+                correct += (model(x).argmax(-1) == y).sum().item()
+        """, {("TL306", 7)}),
+    "clean: a retry loop is not a loop over batches (open_clip's profiler)": ("""
+        import torch
+        def profile(model, x):
+            model.eval()
+            retries = 2
+            while retries:
+                retries -= 1
+                try:
+                    return model(x)
+                except RuntimeError:
+                    model = model.cpu()
+        """, set()),
     "clean: a loading loop whose helper evaluates a call's result (yolov5's attempt_load)": ("""
         import torch
         def attempt_load(paths):
@@ -1542,6 +1731,34 @@ CASES = {
                 optimizer.step()
                 optimizer.zero_grad()
         """, {("TL307", 6), ("TL307", 11)}),
+    "clean: the plain backward runs only when autocast is off (ConvNeXt's loss_scaler branch)": ("""
+        import torch
+        def train(model, loader, optimizer, criterion, loss_scaler, use_amp):
+            model.cuda()
+            for x, y in loader:
+                if use_amp:
+                    with torch.cuda.amp.autocast():
+                        loss = criterion(model(x), y)
+                else:
+                    loss = criterion(model(x), y)
+                if use_amp:
+                    loss_scaler(loss, optimizer)
+                else:
+                    loss.backward()
+                    optimizer.step()
+                optimizer.zero_grad()
+        """, set()),
+    "autocast enabled by a flag with the same plain backward either way": ("""
+        import torch
+        def train(model, loader, optimizer, criterion, use_amp):
+            model.cuda()
+            for x, y in loader:
+                with torch.autocast("cuda", enabled=use_amp):
+                    loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                optimizer.zero_grad()
+        """, {("TL307", 6)}),
     "clean: bfloat16 autocast, a library's backward": ("""
         import torch
         def train(model, loader, optimizer, accelerator):

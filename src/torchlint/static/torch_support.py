@@ -8,6 +8,10 @@ dependencies), ``setup.cfg`` (``install_requires``), ``setup.py`` (requirement s
 (``pytorch=1.7``). The oldest supported version is the lowest lower bound of those requirements
 (``==``, ``>=``, ``~=``, ``>``, conda's ``=``). A requirement without a lower bound (plain
 ``torch``, ``torch<2``) says nothing about the oldest version: unknown, never "any".
+
+What a project *installs* is another question: ``torch>=0.4`` admits 0.4 but gets today's release.
+Only a pin or a cap (``==1.7.1``, conda's ``pytorch=0.4.1``, ``<1.9``) says an old version is what
+runs; ``installs_before`` answers that, for rules about behaviour that changed (worker reseeding).
 """
 
 from __future__ import annotations
@@ -37,10 +41,18 @@ CONFIG_KEY = "torch-version"
 class TorchSupport:
     oldest: tuple[int, ...]  # (1, 9) for 1.9
     source: str  # where it was read: a file path, or "[tool.torchlint] torch-version"
+    newest: tuple[int, ...] | None = None  # every version admitted is below this (None: no cap)
 
     def before(self, *version: int) -> bool:
         """The project supports some PyTorch older than `version`."""
         return self.oldest < version
+
+    def installs_before(self, *version: int) -> bool:
+        """An install of the project gets a PyTorch older than `version`: its requirements pin or cap
+        torch below it. The config setting is the user's own statement of what runs, so it counts."""
+        if self.source.startswith("["):
+            return self.before(*version)
+        return self.newest is not None and self.newest <= version
 
     @property
     def shown(self) -> str:
@@ -66,6 +78,34 @@ def lower_bound(spec: str) -> tuple[int, ...] | None:
     return min(found) if found else None
 
 
+def upper_bound(spec: str) -> tuple[int, ...] | None:
+    """A version every version the specifier admits is below (`==1.7.1` -> (1, 7, 2), conda's `=1.7`
+    -> (1, 8), `<1.9` -> (1, 9), `~=1.7.1` -> (1, 8)); None when nothing caps it."""
+    caps = []
+    for op, text in _CLAUSE.findall(spec):
+        version = parse_version(text)
+        if version is None:
+            continue
+        if op in ("==", "===", "=") or op == "<=":
+            caps.append((*version[:-1], version[-1] + 1))  # a pin of 1.7 admits 1.7.x: below 1.8
+        elif op == "<":
+            caps.append(version)
+        elif op == "~=" and len(version) > 1:
+            caps.append((*version[:-2], version[-2] + 1))
+    return min(caps) if caps else None
+
+
+def newest_in_text(text: str) -> tuple[int, ...] | None:
+    """A version every torch the requirement lines admit is below; None if one requirement is uncapped."""
+    caps = []
+    for match in _REQUIREMENT.finditer(text):
+        cap = upper_bound(match.group("spec"))
+        if cap is None:
+            return None
+        caps.append(cap)
+    return max(caps) if caps else None
+
+
 def oldest_in_text(text: str) -> tuple[int, ...] | None:
     """The oldest torch the requirement lines of a text admit; None if torch is absent or unbounded."""
     bounds = []
@@ -80,8 +120,9 @@ def oldest_in_text(text: str) -> tuple[int, ...] | None:
 def from_setting(spec: str | None) -> TorchSupport | None:
     if not spec:
         return None
-    bound = lower_bound(spec if _CLAUSE.search(spec) else f"=={spec}")
-    return TorchSupport(bound, f"[tool.torchlint] {CONFIG_KEY}") if bound else None
+    spec = spec if _CLAUSE.search(spec) else f"=={spec}"
+    bound = lower_bound(spec)
+    return TorchSupport(bound, f"[tool.torchlint] {CONFIG_KEY}", upper_bound(spec)) if bound else None
 
 
 def torch_support(file: str | Path | None, setting: str | None = None) -> TorchSupport | None:
@@ -127,15 +168,16 @@ def _read_support(stamps: tuple[tuple[Path, int, int], ...]) -> TorchSupport | N
         if "torch" not in text:
             continue
         if path.name == "pyproject.toml":
-            oldest = _pyproject_oldest(text)
+            lines = _pyproject_lines(text)
         elif path.name == "setup.py":  # requirement strings only, not `import torch`
-            oldest = oldest_in_text("\n".join(m.group(2) for m in _STRING.finditer(text)))
+            lines = "\n".join(m.group(2) for m in _STRING.finditer(text))
         elif path.suffix in (".yml", ".yaml"):  # conda: the `pytorch` channel is not a requirement
-            oldest = oldest_in_text(_requirements(_without_channels(text)))
+            lines = _requirements(_without_channels(text))
         else:
-            oldest = oldest_in_text(_requirements(text))
+            lines = _requirements(text)
+        oldest = oldest_in_text(lines)
         if oldest is not None:
-            return TorchSupport(oldest, str(path))
+            return TorchSupport(oldest, str(path), newest_in_text(lines))
     return None
 
 
@@ -164,11 +206,12 @@ def _requirements(text: str) -> str:
     return "\n".join(line.split("#", 1)[0] for line in text.splitlines())
 
 
-def _pyproject_oldest(text: str) -> tuple[int, ...] | None:
+def _pyproject_lines(text: str) -> str:
+    """The requirement strings of a pyproject.toml, one a line (Poetry's written as pip's)."""
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError:
-        return None
+        return ""
     project = data.get("project", {}) if isinstance(data.get("project"), dict) else {}
     lines = [str(item) for item in project.get("dependencies", []) or []]
     extras = project.get("optional-dependencies", {})
@@ -181,7 +224,7 @@ def _pyproject_oldest(text: str) -> tuple[int, ...] | None:
         spec = spec.get("version", "") if isinstance(spec, dict) else str(spec)
         lines.append("torch" + spec.replace("^", ">=").replace("~", ">=") if spec and spec[0] in "^~" else
                      "torch" + (spec if spec[:1] in "<>=!" else f"=={spec}"))
-    return oldest_in_text("\n".join(lines)) if lines else None
+    return "\n".join(lines)
 
 
 PROJECT_OPTIONS = "project"  # the key of project-wide settings in the options rules receive

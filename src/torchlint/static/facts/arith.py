@@ -181,7 +181,11 @@ def _add(left: Value, right: Value, node, half: bool) -> Value:
                  squared_distance=left.squared_distance and right.squared_distance)
 
 
-_DRAWS = frozenset({"randn", "rand"})  # samples of a continuous distribution (scaled or shifted by constants)
+_DRAWS = frozenset({"randn", "rand", "uniform"})  # samples of a continuous distribution (scaled or shifted by constants)
+
+
+_LARGER = frozenset({"max", "maximum"})
+_SMALLER = frozenset({"min", "minimum"})
 
 
 def _subtract(left: Value, right: Value, node, half: bool) -> Value:
@@ -203,6 +207,15 @@ def _subtract(left: Value, right: Value, node, half: bool) -> Value:
         return Value(op="shift", lo=-ranges.INF, hi=0.0, shifted=True, half=half, tracked=tracked, node=node)
     if left.checked or right.checked:  # `if abs(hi - lo) < eps: return` came first
         return Value(op="sub", lo=lo, hi=hi, half=half, tracked=tracked, node=node)
+    if left.op in _LARGER and right.op in _SMALLER and left.of is None and right.of is None:
+        # torch.max(a2, b2) - torch.min(a1, b1): the extent enclosing two intervals (GIoU's enclosing box),
+        # at least each interval's own extent: 0 only where both are empty at the same point
+        return Value(op="extent", lo=0.0, hi=ranges.INF, desc="an enclosing extent", half=half, tracked=tracked,
+                     node=node)
+    if left.op in _SMALLER and right.op in _LARGER and left.of is None and right.of is None:
+        # torch.min(a2, b2) - torch.max(a1, b1): the overlap of two intervals, negative where they are apart
+        return Value(op="sub", lo=lo, hi=hi, zero=DEGENERATE, desc="an overlap extent", half=half,
+                     tracked=tracked, node=node)
     if left.op in ("max", "min") and right.op in ("max", "min"):
         return Value(op="range", lo=0.0, hi=ranges.INF, zero=DEGENERATE, desc="a max - min range",
                      half=half, tracked=tracked, node=node)

@@ -64,6 +64,8 @@ FUNCTION_OPS.update({
     "torch.rand_like": "rand",
     "numpy.random.rand": "rand",
     "numpy.random.random": "rand",
+    "numpy.random.uniform": "uniform",
+    "random.uniform": "uniform",
     "torch.nn.functional.binary_cross_entropy": "bce",
     "torch.nn.functional.binary_cross_entropy_with_logits": "bce_logits",
     "torch.nn.functional.cross_entropy": "cross_entropy",
@@ -122,7 +124,7 @@ NULLARY_METHODS = frozenset({
 # Methods that return (a view or copy of) the same values.
 TRANSPARENT_METHODS = frozenset({
     "detach", "clone", "contiguous", "view", "view_as", "reshape", "reshape_as", "flatten",
-    "squeeze", "unsqueeze", "permute", "transpose", "t", "expand", "expand_as", "repeat",
+    "squeeze", "unsqueeze", "permute", "transpose", "t", "expand", "expand_as", "repeat", "repeat_interleave", "tile",
     "cpu", "cuda", "gather", "index_select", "masked_select", "narrow", "select", "numpy",
     "item", "tolist", "requires_grad_", "unflatten", "movedim", "roll", "flip", "chunk",
     "split", "squeeze_", "unsqueeze_", "data", "masked_fill", "masked_fill_", "bool", "long", "int", "byte",

@@ -144,8 +144,12 @@ def multiply(a: Range, b: Range, half: bool) -> Range:
 def divide(a: Range, b: Range, half: bool) -> Range:
     lo, hi = b
     if lo <= 0 <= hi:
-        if a[0] >= 0 and lo >= 0:
-            return 0.0, INF
+        # a divisor of one sign keeps the quotient's sign (0 / 0 aside): -x**2 / (2 * s**2) <= 0
+        if lo >= 0 or hi <= 0:
+            if a[0] >= 0:
+                return (0.0, INF) if lo >= 0 else (-INF, 0.0)
+            if a[1] <= 0:
+                return (-INF, 0.0) if lo >= 0 else (0.0, INF)
         return EVERYTHING
     inverse = (1.0 / hi if hi != INF else 0.0, 1.0 / lo if lo != -INF else 0.0)
     return multiply(a, (min(inverse), max(inverse)), half)

@@ -88,6 +88,8 @@ def apply_op(op: str, x: Value, node, rest: list[Value]) -> Value:
         # a bincount has a bin for every value up to the largest one seen: a bin is 0 only where a
         # value in that range never occurs (node ids of a batch, labels 0..k all present); extra bins
         # asked for with minlength are 0 whenever the data does not reach them
+        if op == "bincount" and _every_bin(x.node, node):
+            return Value(op="count", lo=1.0, hi=INF, desc="a count of every label", tracked=False, node=node)
         padded = op == "count_nonzero" or _has_minlength(node)
         return Value(op="count", lo=0.0, hi=INF, zero=ROUTINE if padded else DEGENERATE, desc="a count",
                      tracked=False, node=node)
@@ -168,7 +170,10 @@ def clamp(x: Value, low: Value | None, high: Value | None, node) -> Value:
         lo, hi = ranges.clamp(x.span, low_bound, high_bound, half)
         return x.but(lo=lo, hi=hi, node=node)
     lo, hi = ranges.clamp(x.span, low_bound, high_bound, half)
-    zero = x.zero if low_bound is None or low_bound < 0 else (ROUTINE if low_bound == 0 else NONE)
+    # an extent enclosing two intervals is never negative: a clamp at 0 there is defensive, not a sign
+    # that the code meets 0 (as it is for a difference the author clamps)
+    zero = x.zero if low_bound is None or low_bound < 0 or x.op == "extent" else \
+        (ROUTINE if low_bound == 0 else NONE)
     desc = x.desc
     dtype = "float16" if half else "float32"
     if low_bound == 0:
@@ -223,6 +228,30 @@ def to_half(value: Value) -> Value:
 
 
 __all__ = ["apply_op", "to_half", "NONE"]
+
+
+_REPEATS = frozenset({"repeat_interleave", "repeat", "tile", "expand"})
+
+
+def _every_bin(labels, node) -> bool:
+    """`bincount(torch.arange(n).repeat_interleave(k), minlength=n)`: labels made of every value below n
+    (a few-shot episode's support labels), so every bin is counted; minlength, when given, is that n."""
+    while isinstance(labels, cst.Call) and isinstance(labels.func, cst.Attribute) and \
+            labels.func.attr.value in _REPEATS:
+        labels = labels.func.value
+    if not (isinstance(labels, cst.Call) and isinstance(labels.func, (cst.Attribute, cst.Name))):
+        return False
+    name = labels.func.attr.value if isinstance(labels.func, cst.Attribute) else labels.func.value
+    if name != "arange" or len(labels.args) != 1 or labels.args[0].keyword is not None:
+        return False
+    size = _code(labels.args[0].value)
+    extra = [a for a in getattr(node, "args", ())[1:] if a.keyword is None or a.keyword.value == "minlength"]
+    return all(_code(a.value) == size for a in extra if a.keyword is not None) and \
+        not any(a.keyword is None for a in extra)
+
+
+def _code(node) -> str:
+    return cst.Module([]).code_for_node(node)
 
 
 def _has_minlength(node) -> bool:

@@ -98,6 +98,10 @@ class Value:
 
 NOTHING = Value()
 
+# `scores.masked_fill(mask, float("inf"))`: entries set to +inf on the masked positions. Kept through a
+# join (`if causal: scores.masked_fill_(...)`): the path that filled reaches what follows.
+FILLED_WITH_INF = "filled with +inf where masked"
+
 
 _FLOAT_MAX = 1.7976931348623157e308
 
@@ -145,7 +149,8 @@ def join(a: Value, b: Value) -> Value:
         lo=min(a.lo, b.lo),
         hi=max(a.hi, b.hi),
         zero=min(a.zero, b.zero),
-        desc=a.desc if a.desc == b.desc else "",
+        desc=a.desc if a.desc == b.desc else FILLED_WITH_INF if FILLED_WITH_INF in (a.desc, b.desc) else "",
+        node=(a if a.desc == FILLED_WITH_INF else b).node if FILLED_WITH_INF in (a.desc, b.desc) else None,
         prob=a.prob and b.prob,
         half=a.half and b.half,
         unbounded=a.unbounded and b.unbounded,

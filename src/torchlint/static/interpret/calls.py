@@ -9,13 +9,16 @@ import libcst as cst
 
 from torchlint.static.facts import ops, semantics
 from torchlint.static.facts.arith import arith, cosine, gram, gram_diag, same_tensor
+from torchlint.static.facts.ranges import INF
 from torchlint.static.facts.semantics import apply_op
 from torchlint.static.facts.values import (
     DEGENERATE,
+    FILLED_WITH_INF,
     GENERATOR_CLASSES,
     NOTHING,
     RngOrigin,
     Value,
+    constant,
     held_rng,
     join,
     tracked_of,
@@ -146,7 +149,7 @@ class Calls:
             if isinstance(info.receiver, cst.Name):
                 self._inplace(info, receiver_value, values, result)
             elif isinstance(info.receiver, cst.Attribute) and info.receiver.attr.value == "data" and \
-                    ops.is_inplace(info.name):
+                    ops.is_inplace(info.name) and not _softmax_mask(info, values):
                 self.data_write(info.receiver)
         return result
 
@@ -200,7 +203,7 @@ class Calls:
         """`d.clamp_(min=eps)`, `d.add_(eps)`, `d.masked_fill_(d == 0, 1)` change what `d` holds."""
         name = info.name
         target = info.receiver
-        if name in ("clamp_", "clamp_min_", "clip_"):
+        if name in ("clamp_", "clamp_min_", "clip_") or result.desc == FILLED_WITH_INF:
             self.bind(target, result)
         elif name == "add_" and values:
             self.bind(target, self._arith_value("Add", receiver, values[0], target, info.args[0]))
@@ -240,6 +243,9 @@ class Calls:
                     and values[0].kind == "list" and any(item.tracked for item in values[0].items):
                 return Value(op="add", tracked=True, node=node, desc="a sum")  # `sum(losses)`: a tensor with history
             if isinstance(node.func, cst.Name) and node.func.value in ops.PYTHON_NUMBERS:
+                infinity = _infinity(node)
+                if infinity is not None:
+                    return constant(infinity, node)  # float("-inf"): a number the rules can read
                 if node.func.value == "len" and values and values[0].shape and not values[0].kind:
                     return Value(tracked=False, node=node, dim=values[0].shape[0])  # the size of its first dim
                 return Value(tracked=False, node=node)  # float(loss), int(...), len(...): plain Python numbers
@@ -267,6 +273,10 @@ class Calls:
                 # `s, t = h.chunk(2, dim=1)`: pieces of h, each its own tensor (`s - t` is no `h - h`)
                 return Value(kind="list", node=node, items=tuple(
                     Value(tracked=receiver.tracked, half=receiver.half) for _ in range(int(info.args[0].value))))
+            if name in ("masked_fill", "masked_fill_") and not receiver.kind:
+                fill = values[1] if len(values) > 1 else self.ctx.value(info.kwargs.get("value"))
+                if fill.op == "const" and fill.const == INF:  # `-float('-inf')`: +inf, not -inf
+                    return receiver.but(desc=FILLED_WITH_INF, node=node)
             if name in ops.TRANSPARENT_METHODS:
                 return receiver
             if name in ops.HALF_METHODS:
@@ -440,6 +450,13 @@ class Calls:
             dtype = self.ctx.qualify(info.kwargs["dtype"])
             if dtype in ops.UPCAST_DTYPES:
                 operand = operand.but(half=False)
+        if op == "uniform":  # samples in [low, high): literal bounds give the range
+            bounds = [self.ctx.value(info.param(i, name)) if info.param(i, name) is not None else constant(float(i))
+                      for i, name in ((0, "low"), (1, "high"))]
+            if all(b.op == "const" and b.const is not None for b in bounds):
+                low, high = sorted(b.const for b in bounds)
+                return Value(op="uniform", lo=low, hi=high, tracked=False, node=node)
+            return Value(op="uniform", tracked=False, node=node)
         if op == "rand" and info.name == "rand" and all(isinstance(a, (cst.Integer, cst.Tuple)) for a in info.args):
             return Value(op="rand", lo=0.0, hi=1.0, tracked=False, node=node)  # a few samples: 0 is ~1e-7 likely
         if op == "divide":
@@ -520,3 +537,22 @@ def _claim_where_guarded(ctx: FileContext, call: cst.Call) -> None:
         elif isinstance(node, cst.UnaryOperation):
             stack.append(node.expression)
 
+
+def _softmax_mask(info: CallInfo, values: list[Value]) -> bool:
+    """`scores.data.masked_fill_(mask, self.score_mask_value)` (Tacotron's attention, -inf): a position
+    filled with a huge negative score gets probability 0 from the softmax that follows, and so gradient 0:
+    autograd missing the fill changes nothing. A fill with a known moderate number is still a write."""
+    if info.name != "masked_fill_" or len(values) < 2:
+        return False
+    fill = values[1]
+    return fill.hi <= -1e4 or fill.op != "const"
+
+
+_INFINITIES = {"inf": INF, "+inf": INF, "infinity": INF, "-inf": -INF, "-infinity": -INF}
+
+
+def _infinity(node: cst.Call) -> float | None:
+    """`float("inf")`, `float("-inf")`: the number, or None."""
+    if node.func.value != "float" or len(node.args) != 1 or not isinstance(node.args[0].value, cst.SimpleString):
+        return None
+    return _INFINITIES.get(str(node.args[0].value.evaluated_value).strip().lower())

@@ -82,18 +82,24 @@ class CallSites:
             positional = positional_names(params)
             named = {p.name.value for p in params_of(params)}
             defaults = {p.name.value: d for p in params_of(params) if (d := float_default(p)) is not None}
+            # `transforms=None` left out by a call: None there, and the body tests it before use, so what
+            # it holds when used is what the other calls pass (a train set with transforms, a val set without)
+            optional = {p.name.value for p in params_of(params)
+                        if isinstance(p.default, cst.Name) and p.default.value == "None"}
             joined: dict[str, Value] = {}
             shapes_passed: dict[str, list] = {}
             differentiated: set[str] = set()
-            for index, (bound, args, kwargs, star, *_modes) in enumerate(calls):
+            for bound, args, kwargs, star, *_modes in calls:
                 names = positional[1:] if bound else positional
                 passed: dict[str, Value] = {}
                 if not star:
                     passed.update(zip(names, args, strict=False))
                     passed.update((k, v) for k, v in kwargs.items() if k in named)
                 for name in named:
+                    if name in optional and name not in passed and not star:
+                        continue
                     value = passed.get(name, NOTHING if star else defaults.get(name, NOTHING))
-                    joined[name] = value if index == 0 else join(joined[name], value)
+                    joined[name] = join(joined[name], value) if name in joined else value
                     shapes_passed.setdefault(name, []).append(value.shape if not value.kind else None)
                     if value.tracked and not value.kind:
                         differentiated.add(name)

@@ -179,6 +179,9 @@ class Definitions:
         self.ctx.classes.append(info)
         try:
             self.block([s for s in body if not isinstance(s, cst.FunctionDef)])
+            for name, value in class_frame.env.items():
+                if value.kind == "rng":  # `R = np.random.RandomState()` in the class body: one generator,
+                    info.attrs.setdefault(name, value)  # shared by every instance (MONAI's Randomizable)
             for function in functions:
                 info.methods[function.name.value] = self._function(function, instance)
             if self.ctx.call_sites is not None:

@@ -189,7 +189,10 @@ class Walker(Definitions, Expressions, Calls):
     def _mark_assignment(self, target, value_node) -> None:
         if isinstance(target, cst.Attribute):
             if target.attr.value == "grad" and isinstance(value_node, cst.Name) and value_node.value == "None":
-                self._log(Mark("grad_none", target, scope=self.scope))
+                # under an if inside a loop over the parameters: some of them (swav's frozen prototypes),
+                # a freeze of those, not a clearing of the gradients the step uses
+                if not (self.scope.guarded and self.expr(target.value).kind == "param"):
+                    self._log(Mark("grad_none", target, scope=self.scope))
             else:
                 qual = self.ctx.qualify(target)
                 if qual is not None and qual.startswith("torch."):

@@ -25,6 +25,7 @@ from torchlint.static.rules.tl309_unfrozen_not_optimized import UnfrozenNotOptim
 from torchlint.static.rules.tl310_new_layer_not_optimized import NewLayerNotOptimized
 from torchlint.static.rules.tl311_input_gradient_in_update import InputGradientInUpdate
 from torchlint.static.rules.tl312_evaluation_in_train_mode import EvaluationInTrainMode
+from torchlint.static.rules.tl313_inverted_step_condition import InvertedStepCondition
 from torchlint.static.rules.tl401_empty_cache_in_loop import EmptyCacheInLoop
 from torchlint.static.rules.tl402_graph_kept_alive import GraphKeptAlive
 from torchlint.static.rules.tl403_synchronous_dataloader import SynchronousDataloader
@@ -68,6 +69,7 @@ from torchlint.static.rules.tl120_high_learning_rate import HighLearningRate
 from torchlint.static.rules.tl121_fill_overflows_float16 import FillOverflowsFloat16
 from torchlint.static.rules.tl122_eps_vanishes_in_float16 import EpsVanishesInFloat16
 from torchlint.static.rules.tl123_unclamped_acos import UnclampedAcos
+from torchlint.static.rules.tl124_positive_infinity_mask import PositiveInfinityMask
 
 # Order matters only for claims within one node: rules that own a whole expression come first.
 STATIC_RULES: tuple[Rule, ...] = (
@@ -78,6 +80,7 @@ STATIC_RULES: tuple[Rule, ...] = (
     LogOfProbability(),
     EpsVanishesInFloat16(),
     UnclampedAcos(),
+    PositiveInfinityMask(),
     UnguardedLog(),
     BceOnProbabilities(),
     HandWrittenNorm(),
@@ -118,6 +121,7 @@ STATIC_RULES: tuple[Rule, ...] = (
     NewLayerNotOptimized(),
     InputGradientInUpdate(),
     EvaluationInTrainMode(),
+    InvertedStepCondition(),
     EmptyCacheInLoop(),
     GraphKeptAlive(),
     SynchronousDataloader(),

@@ -97,3 +97,12 @@ def read_out(ctx: FileContext) -> set[int]:
                  if info.form == "method" and info.name in NUMBERS and info.receiver is not None}
         ctx.memo["read out"] = found
     return found
+
+
+def whole_mean(ctx: FileContext, node) -> bool:
+    """`torch.mean(err)` / `err.mean()` with no dim: the mean over every element (of a batch, an epoch).
+    Its root (an RMSE) is 0 only where every element is exactly 0: no batch of real data gets there."""
+    call = ctx.call(node)
+    if call is None or call.op != "mean" or "dim" in call.kwargs or "axis" in call.kwargs:
+        return False
+    return len(call.args) == (0 if call.form == "method" else 1)

@@ -7,7 +7,7 @@ import libcst as cst
 from torchlint.rule import RuleInfo
 from torchlint.static.interpret.context import CallInfo, FileContext
 from torchlint.static.interpret.one_pass_variance import one_pass_variance
-from torchlint.static.rules.base import Rule, read_out
+from torchlint.static.rules.base import Rule, read_out, whole_mean
 from torchlint.static.facts.values import DEGENERATE, SATURATION
 
 
@@ -45,8 +45,8 @@ class UnguardedSqrt(Rule):
             return
         value = ctx.value(operand)
         problem = sqrt_problem(value, op)
-        if problem is None:
-            return
+        if problem is None or (op == "sqrt" and whole_mean(ctx, operand)):
+            return  # a root-mean-square over every element: 0 only where the whole batch is exact
         if op == "rsqrt" and value.reaches_zero(SATURATION):
             self._report(ctx, node, operand, op, problem)
         else:  # a gradient hazard: not one where the result is only read out as numbers (decided at the end)

@@ -8,7 +8,7 @@ from torchlint.rule import RuleInfo
 from torchlint.static.facts.values import DEGENERATE
 from torchlint.static.interpret.context import CallInfo, FileContext
 from torchlint.static.interpret.scopes import Scope
-from torchlint.static.rules.base import Rule, read_out
+from torchlint.static.rules.base import Rule, read_out, whole_mean
 
 
 def hand_written_distance(value) -> bool:
@@ -77,7 +77,7 @@ class HandWrittenNorm(Rule):
         value = ctx.value(operand)
         if not hand_written_distance(value) or ctx.is_claimed(node) or value.tracked is False:
             return
-        if _whole_mean(ctx, operand):
+        if whole_mean(ctx, operand):
             return  # a root-mean-square error: 0 only where every prediction of the batch is exact
         if value.tracked:  # the points carry autograd history
             self._report(ctx, node)
@@ -94,11 +94,3 @@ class HandWrittenNorm(Rule):
             "although the distance is 0. Use torch.linalg.vector_norm(a - b, dim=...) (or "
             "F.pairwise_distance / torch.cdist), whose gradient at 0 is finite, or add an eps inside the sqrt",
         )
-
-
-def _whole_mean(ctx: FileContext, node) -> bool:
-    """`torch.mean(err)` / `err.mean()` with no dim: the mean over every element."""
-    call = ctx.call(node)
-    if call is None or call.op != "mean" or "dim" in call.kwargs or "axis" in call.kwargs:
-        return False
-    return len(call.args) == (0 if call.form == "method" else 1)

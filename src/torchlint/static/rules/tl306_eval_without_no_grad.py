@@ -28,16 +28,22 @@ class EvalWithoutNoGrad(Rule):
             if body is None:
                 continue
             evaluated: set[str] = set()
+            frozen: set[str] = set()
+            single = _single_batches(body.node)
             for entry in body.entries:
                 if isinstance(entry, CallInfo) and entry.form == "method" and entry.name == "eval" \
                         and not entry.args and entry.receiver is not None:
                     evaluated.add(ctx.shape(entry.receiver))
-                elif isinstance(entry, Body) and entry.kind == "loop":
-                    self._check_loop(ctx, entry, evaluated)
+                elif isinstance(entry, CallInfo) and _freezes(entry):
+                    frozen.add(ctx.shape(_model_of(entry.receiver)))
+                elif isinstance(entry, Body) and entry.kind == "loop" and not _over(entry.node, single):
+                    self._check_loop(ctx, entry, evaluated - frozen)
 
     def _check_loop(self, ctx: FileContext, loop: Body, evaluated: set[str]) -> None:
         if loop.scope.no_grad:
             return
+        if isinstance(loop.node, cst.While) and not _fetches(loop.node.body):
+            return  # a retry or polling loop, not one over batches
         kinds = {a.kind for a in actions(ctx, loop)}
         if BACKWARD in kinds or STEP in kinds or GRAD in kinds:
             return  # the loop uses its graphs: training, or gradients of the input (an adversarial attack)
@@ -66,6 +72,79 @@ class EvalWithoutNoGrad(Rule):
                     "`with torch.inference_mode():`",
                 )
                 return
+
+
+def _single_batches(function) -> set[str]:
+    """Names the function's own statements assign one batch to: `imgs = next(iter(val_loader))`."""
+    names: set[str] = set()
+    if not isinstance(function, cst.FunctionDef):
+        return names
+    for line in function.body.body:
+        for small in getattr(line, "body", ()) if isinstance(line, cst.SimpleStatementLine) else ():
+            if isinstance(small, cst.Assign) and isinstance(small.value, cst.Call) and \
+                    isinstance(small.value.func, cst.Name) and small.value.func.value == "next":
+                names.update(t.target.value for t in small.targets if isinstance(t.target, cst.Name))
+    return names
+
+
+def _over(loop, single: set[str]) -> bool:
+    """A `for` over the samples of one batch (`zip(imgs["A"], imgs["B"])`): one forward, not an evaluation
+    over a data set."""
+    if not single or not isinstance(loop, cst.For):
+        return False
+    finder = _Names()
+    loop.iter.visit(finder)
+    return bool(finder.names & single)
+
+
+class _Names(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.names.add(node.value)
+
+
+def _fetches(body: cst.CSTNode) -> bool:
+    """The loop's own statements take a batch: `next(it)`, or iterate something (`for b in ...`)."""
+    finder = _Fetch()
+    body.visit(finder)
+    return finder.found
+
+
+class _Fetch(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.found = False
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if isinstance(node.func, cst.Name) and node.func.value == "next" or \
+                isinstance(node.func, cst.Attribute) and node.func.attr.value in ("next", "__next__", "get"):
+            self.found = True
+
+    def visit_For(self, node: cst.For) -> None:
+        self.found = True
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False
+
+
+def _freezes(call: CallInfo) -> bool:
+    """`model.requires_grad_(False)` (also in a chain, `model.eval().requires_grad_(False)`): the model's
+    forward records no graph for inputs without history, so its evaluation needs no no_grad."""
+    if call.form != "method" or call.name != "requires_grad_" or call.receiver is None:
+        return False
+    flag = call.args[0] if call.args else call.kwargs.get("requires_grad")
+    return isinstance(flag, cst.Name) and flag.value == "False"
+
+
+_CHAINED = frozenset({"eval", "train", "to", "cuda", "cpu", "float", "half", "requires_grad_"})
+
+
+def _model_of(node):
+    """`model` for `model.eval().to(device)`: the receiver under methods that return the module itself."""
+    while isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in _CHAINED:
+        node = node.func.value
+    return node
 
 
 def _dotted(node) -> bool:

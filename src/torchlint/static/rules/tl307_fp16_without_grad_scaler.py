@@ -25,12 +25,14 @@ class Fp16WithoutGradScaler(Rule):
             if uses_scaler(steps) or any(a.kind == BACKWARD and a.call is not None and a.call.args
                                          for a in steps):
                 continue  # `accelerator.backward(loss)` / `fabric.backward(loss)` scale for themselves
-            backward = next(a for a in steps if a.kind == BACKWARD)
-            for entry, _cond, _via in body_entries(ctx, loop):
+            backwards = [a for a in steps if a.kind == BACKWARD]
+            for entry, cond, _via in body_entries(ctx, loop):
                 if not isinstance(entry, CallInfo) or id(entry.node) in done:
                     continue
                 dtype = autocast_dtype(ctx, entry.node)
-                if dtype == "float16" or (dtype == "default" and on_cuda):
+                # the backward of the same path: `if use_amp: autocast ... else: loss.backward()` has none
+                backward = next((a for a in backwards if _compatible(a.cond, cond)), None)
+                if backward is not None and (dtype == "float16" or (dtype == "default" and on_cuda)):
                     done.add(id(entry.node))
                     ctx.report(
                         self.info, entry.node,
@@ -41,6 +43,12 @@ class Fp16WithoutGradScaler(Rule):
                         "to torch.bfloat16",
                         related=((backward.node, "the unscaled backward"),),
                     )
+
+
+def _compatible(a, b) -> bool:
+    """Two sets of flags (`if use_amp:` -> ("use_amp", True)) that one run can hold together."""
+    held = dict(a)
+    return all(held.get(flag, value) == value for flag, value in b)
 
 
 def _mentions_cuda(source: str) -> bool:

@@ -35,7 +35,7 @@ class EvaluationInTrainMode(Rule):
         # models with dropout or BatchNorm the file puts in train mode, in a file that puts a model in
         # eval mode somewhere (its author evaluates in eval mode elsewhere: here it was forgotten)
         known = mode_shapes(ctx, TRAIN) & mode_dependent_shapes(ctx)
-        if not known or not mode_shapes(ctx, EVAL):
+        if not known:
             return
         reported: set[int] = set()
         for loop in training:
@@ -46,25 +46,40 @@ class EvaluationInTrainMode(Rule):
             for kind, model, call, site in found:
                 if kind in (EVAL, TRAIN):
                     state[model] = (kind, call, site)
-            for kind, model, call, site in found:
-                if kind in (EVAL, TRAIN):
-                    state[model] = (kind, call, site)
-                    continue
-                mode = state.get(model)
-                if kind != FORWARD or model not in known or mode is None or mode[0] != TRAIN or \
-                        mode[2] is site or id(site.node) in reported:
-                    continue  # (a train() reached through the evaluating call itself is on purpose: MC dropout)
-                reported.add(id(site.node))
-                ctx.report(
-                    self.info, site.node,
-                    f"`{ctx.code(site.node, 50)}` evaluates `{model}` under no_grad while it is still in train "
-                    f"mode (`{ctx.code(mode[1].node, 40)}`, and no `{model}.eval()` before this): dropout stays on "
-                    "and BatchNorm normalises each batch with its own statistics and folds them into its running "
-                    "ones, so the metric is noisy and the evaluation data leaks into the model. Call "
-                    f"`{model}.eval()` before evaluating and `{model}.train()` after",
-                    related=((call.node, "the model runs here, in train mode"),
-                             (mode[1].node, f"`{model}` is put in train mode here")),
-                )
+            self._check(ctx, found, dict(state), known, reported)
+            # and the code after the loop, in the mode the last iteration left (`acc = self.test(model)`)
+            self._check(ctx, list(_after(ctx, loop)), state, known, reported)
+
+    def _check(self, ctx: FileContext, found: list, state: dict, known: set[str], reported: set[int]) -> None:
+        for kind, model, call, site in found:
+            if kind in (EVAL, TRAIN):
+                state[model] = (kind, call, site)
+                continue
+            mode = state.get(model)
+            if kind != FORWARD or model not in known or mode is None or mode[0] != TRAIN or \
+                    mode[2] is site or id(site.node) in reported:
+                continue  # (a train() reached through the evaluating call itself is on purpose: MC dropout)
+            reported.add(id(site.node))
+            ctx.report(
+                self.info, site.node,
+                f"`{ctx.code(site.node, 50)}` evaluates `{model}` under no_grad while it is still in train "
+                f"mode (`{ctx.code(mode[1].node, 40)}`, and no `{model}.eval()` before this): dropout stays on "
+                "and BatchNorm normalises each batch with its own statistics and folds them into its running "
+                "ones, so the metric is noisy and the evaluation data leaks into the model. Call "
+                f"`{model}.eval()` before evaluating and `{model}.train()` after",
+                related=((call.node, "the model runs here, in train mode"),
+                         (mode[1].node, f"`{model}` is put in train mode here")),
+            )
+
+
+def _after(ctx: FileContext, loop: Body):
+    """The events of the code after ``loop`` in its function's own body, through the calls it makes."""
+    function = enclosing_function(ctx, loop)
+    entries = function.entries if function is not None else []
+    if loop not in entries:
+        return ()
+    rest = Body("block", loop.node, loop.scope, entries=entries[entries.index(loop) + 1:])
+    return events(ctx, rest)
 
 
 def _before(ctx: FileContext, loop: Body) -> dict[str, tuple]:

@@ -259,7 +259,7 @@ class RngSharedByWorkers(Rule):
             item = _ItemCode(ctx, cls)
             shared, clock, numpy_draws = item.shared(), item.clock_seeded(), item.global_draws()
             support = of_file(ctx) if numpy_draws else None
-            if support is None or not support.before(*OLD_NUMPY_WORKERS):
+            if support is None or not support.installs_before(*OLD_NUMPY_WORKERS):
                 numpy_draws = []
             if not shared and not clock and not numpy_draws:
                 continue
@@ -315,7 +315,7 @@ class RngSharedByWorkers(Rule):
         ctx.report(
             self.info, site.node,
             f"`{ctx.code(site.node, 50)}` draws from NumPy's global generator in `{cls.name}` for every item, "
-            f"and the project supports PyTorch {support.shown} ({_source_name(support)}): before PyTorch 1.9 "
+            f"and the project runs PyTorch {_installed(support)} ({_source_name(support)}): before PyTorch 1.9 "
             f"the DataLoader{where} ({workers}, no worker_init_fn) does not reseed np.random in its workers: "
             f"{_consequence(loader)}. Reseed NumPy per worker (worker_init_fn: "
             "np.random.seed(torch.initial_seed() % 2**32)) or require torch>=1.9",
@@ -376,6 +376,15 @@ def _consequence(loader: LoaderUse) -> str:
     again = "" if loader.persistent else ", again every epoch"
     return ("each worker gets a copy in the same state, so all workers draw the same numbers (repeated "
             f"augmentations/samples{again})")
+
+
+def _installed(support: TorchSupport) -> str:
+    """`1.8` for a setting, `0.4.1` for a pin, `< 1.9` for a cap."""
+    if support.source.startswith("[") or support.newest is None:
+        return support.shown
+    pinned = support.newest[:-1] + (support.newest[-1] - 1,)
+    return support.shown if support.oldest[:len(pinned)] == pinned else \
+        f"{support.shown} to < {'.'.join(map(str, support.newest))}"
 
 
 def _source_name(support: TorchSupport) -> str:
