@@ -1608,6 +1608,38 @@ CASES = {
             return torch.load(path)
         """, {("TL702", 12)}),
     # TL501 / TL502 / TL503
+    "a model that seeds torch when given a seed, built without one (river-dl)": ("""
+        import random
+        import numpy as np
+        import torch
+        import torch.nn as nn
+        class Net(nn.Module):
+            def __init__(self, dim, seed=None):
+                if seed:
+                    torch.manual_seed(seed)
+                super().__init__()
+                self.fc = nn.Linear(dim, 1)
+        def main(seed):
+            random.seed(seed)
+            np.random.seed(seed)
+            return Net(8)
+        """, {("TL501", 13)}),
+    "clean: the same model given the seed": ("""
+        import random
+        import numpy as np
+        import torch
+        import torch.nn as nn
+        class Net(nn.Module):
+            def __init__(self, dim, seed=None):
+                if seed:
+                    torch.manual_seed(seed)
+                super().__init__()
+                self.fc = nn.Linear(dim, 1)
+        def main(seed):
+            random.seed(seed)
+            np.random.seed(seed)
+            return Net(8, seed=seed)
+        """, set()),
     "numpy and random seeded, torch used unseeded": ("""
         import random
         import numpy as np

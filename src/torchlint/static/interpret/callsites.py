@@ -136,6 +136,19 @@ class CallSites:
                 found.append(value)
         return found
 
+    def left_out(self, node: cst.FunctionDef, name: str) -> bool:
+        """The file calls the function, and none of its calls gives the parameter `name` (by position,
+        keyword or `*args`/`**kwargs`): the parameter always has its default."""
+        entry = self.calls.get(id(node))
+        if entry is None or not entry[1]:
+            return False
+        positional = positional_names(node.params)
+        for bound, args, kwargs, star, *_modes in entry[1]:
+            names = positional[1:] if bound else positional
+            if star or name in kwargs or (name in names and names.index(name) < len(args)):
+                return False
+        return True
+
     def grad_off(self) -> frozenset[int]:
         """Functions every recorded call of which runs with grad mode off (`@torch.no_grad()` callers)."""
         return self._always(4)

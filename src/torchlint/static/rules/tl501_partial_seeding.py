@@ -5,9 +5,18 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import libcst as cst
+
 from torchlint.rule import RuleInfo
 from torchlint.static.interpret.context import CallInfo, FileContext
-from torchlint.static.interpret.seeding import PER_ITEM, SEED_CALLS, SEEDERS, SEEDS_EVERYTHING, rng_used
+from torchlint.static.interpret.frames import params_of
+from torchlint.static.interpret.seeding import (
+    PER_ITEM,
+    SEED_CALLS,
+    SEEDERS,
+    SEEDS_EVERYTHING,
+    rng_used,
+)
 from torchlint.static.project_env import imported_within
 from torchlint.static.rules.base import Rule
 
@@ -28,7 +37,7 @@ class PartialSeeding(Rule):
         calls = list(ctx.calls.values())
         if any(c.name in SEEDS_EVERYTHING for c in calls):
             return
-        seeds = [c for c in calls if c.form == "function" and c.qual in SEEDERS]
+        seeds = [c for c in calls if c.form == "function" and c.qual in SEEDERS and not _never_runs(ctx, c)]
         if not seeds:
             return
         seeded = {SEEDERS[c.qual] for c in seeds}
@@ -105,6 +114,23 @@ class PartialSeeding(Rule):
                 related=((draw, f"draws from the unseeded {missing[0]} generator", str(path)),),
             )
             return
+
+
+def _never_runs(ctx: FileContext, seed: CallInfo) -> bool:
+    """`if seed: torch.manual_seed(seed)` in a function whose `seed=None` no call of the file passes (a
+    model that seeds when given a seed, built without one): that seeding does not happen."""
+    if ctx.call_sites is None:
+        return False
+    tests = [test.value for test, passes in seed.scope.gates if passes and isinstance(test, cst.Name)]
+    if not tests:
+        return False
+    function = next((body.node for body in ctx.functions if isinstance(body.node, cst.FunctionDef)
+                     and any(entry is seed for entry in body.entries)), None)
+    if function is None:
+        return False
+    optional = {p.name.value for p in params_of(function.params)
+                if isinstance(p.default, cst.Name) and p.default.value in ("None", "False")}
+    return any(name in optional and ctx.call_sites.left_out(function, name) for name in tests)
 
 
 def _items_in_main_process(ctx: FileContext, calls: list[CallInfo]) -> bool:
