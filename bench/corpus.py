@@ -141,6 +141,17 @@ PROJECTS = (
     Project("3d-resnets", "kenshohara/3D-ResNets-PyTorch", "540a0ea1abaee379fa3651d4d5afbd2d667a1f49", (".",)),
     Project("dalle-pytorch", "lucidrains/DALLE-pytorch", "58c1e1a4fef10725a79bd45cdb5581c03e3e59e7", (".",)),
     Project("clip", "openai/CLIP", "d05afc436d78f1c48dc0dbf8e5980a9d471f35f6", (".",)),
+    # A third held-out batch (stop 39), measured after the changes drawn from the first two.
+    Project("makemore", "karpathy/makemore", "988aa59e4d8fefa526d06f3b453ad116258398d4", (".",)),
+    Project("vq-vae-2", "rosinality/vq-vae-2-pytorch", "ef5f67c46f93624163776caec9e0d95063910eca", (".",)),
+    Project("edm", "NVlabs/edm", "008a4e5316c8e3bfe61a62f874bddba254295afb", (".",)),
+    Project("glide", "openai/glide-text2im", "69b530740eb6cef69442d6180579ef5ba9ef063e", (".",)),
+    Project("latent-diffusion", "CompVis/latent-diffusion", "a506df5756472e2ebaf9078affdde2c4f1502cd4", (".",)),
+    Project("real-esrgan", "xinntao/Real-ESRGAN", "a4abfb2979a7bbff3f69f58f58ae324608821e27", (".",)),
+    Project("pytorch-fid", "mseitzer/pytorch-fid", "b9c18118d082cbd263c1b8963fc4221dc1cbb659", (".",)),
+    Project("deep-person-reid", "KaiyangZhou/deep-person-reid", "f8cd150fdf77e8d9e1ed143b7f308c2c609ded50", (".",)),
+    Project("convnext-v2", "facebookresearch/ConvNeXt-V2", "2553895753323c6fe0b2bf390683f5ea358a42b9", (".",)),
+    Project("lpips", "richzhang/PerceptualSimilarity", "082bb24f84c091ea94de2867d34c4544f68e0963", (".",)),
 )
 
 

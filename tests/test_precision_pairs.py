@@ -60,6 +60,17 @@ PAIRS = {
             counts = torch.bincount(labels, minlength=n_classes).unsqueeze(1)
             return sums / counts
         """, {("TL106", 6)}),
+    # A norm of a difference of two points is 0 where they coincide.
+    "a difference of two embeddings divided by its norm": ("""
+        import torch.nn as nn
+        class Head(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(64, 512)
+            def forward(self, a, b):
+                d = self.fc(a) - self.fc(b)
+                return d / d.norm(p=2, dim=1, keepdim=True)
+        """, {("TL106", 9)}),
     # A value whose range excludes 0: sigmoid of a clamped input cannot reach 0 in float32.
     "clean: sqrt of the sigmoid of an input clamped to [-10, 10]": ("""
         import torch

@@ -52,6 +52,16 @@ CASES = {
         def f(x):
             return torch.log(x - x.detach().min() + 1e-9)
         """, {("TL101", 4)}),
+    "clean: a tiny eps where the zeros carry no gradient: a ReLU's, uniform samples' (deep-person-reid)": ("""
+        import torch
+        import torch.nn.functional as F
+        EPS = 1e-12
+        def gumbel(logits):
+            u = torch.rand_like(logits)
+            return logits - torch.log(-torch.log(u + EPS) + EPS)
+        def log_weights(w):
+            return torch.log(F.relu(w) + EPS)
+        """, set()),
     "log of 1 - p, p a probability": ("""
         from torch import log, sigmoid
         def f(z):
@@ -1232,6 +1242,14 @@ CASES = {
             x = np.arange(-r, r + 1)
             x = np.exp(-np.power(x, 2) / (2 * sigma * sigma))
             return x / x.sum()
+        """, set()),
+    "clean: a 2-D Gaussian kernel over a width of unknown size, 2 * std * std (latent-diffusion's BSRGAN)": ("""
+        import numpy as np
+        def fspecial_gaussian(size, std):
+            x, y = np.meshgrid(np.arange(size), np.arange(size))
+            arg = -(x * x + y * y) / (2 * std * std)
+            h = np.exp(arg)
+            return h / h.sum()
         """, set()),
     "exp of scores divided by a width, normalised by its sum": ("""
         import numpy as np

@@ -13,6 +13,7 @@ from torchlint.static.facts.values import (
     SATURATION,
     Value,
     constant,
+    literal_number,
     numeric,
     tracked_of,
 )
@@ -184,6 +185,18 @@ def _add(left: Value, right: Value, node, half: bool) -> Value:
 _DRAWS = frozenset({"randn", "rand", "uniform"})  # samples of a continuous distribution (scaled or shifted by constants)
 
 
+def _scale_of(scaled, name) -> float | None:
+    """c for `c * x` (or `x * c`) when `name` is the name `x` and c a positive number literal."""
+    if not (isinstance(name, cst.Name) and isinstance(scaled, cst.BinaryOperation) and
+            isinstance(scaled.operator, cst.Multiply)):
+        return None
+    for number, other in ((scaled.left, scaled.right), (scaled.right, scaled.left)):
+        if isinstance(number, (cst.Integer, cst.Float)) and isinstance(other, cst.Name) and other.value == name.value:
+            value = literal_number(number.value)
+            return float(value) if value is not None and value > 0 else None
+    return None
+
+
 _LARGER = frozenset({"max", "maximum"})
 _SMALLER = frozenset({"min", "minimum"})
 
@@ -257,6 +270,12 @@ def _multiply(left: Value, right: Value, left_node, right_node, node, half: bool
         isinstance(left_node, cst.Name) and isinstance(right_node, cst.Name) and left_node.value == right_node.value
     ):
         return square(left, node, half)
+    for scaled, name, value in ((left_node, right_node, right), (right_node, left_node, left)):
+        factor = _scale_of(scaled, name)
+        if factor is not None:  # `2 * std * std`: a square times a positive number
+            squared = square(value, node, half)
+            lo, hi = ranges.multiply(squared.span, (factor, factor), half)
+            return squared.but(lo=lo, hi=hi)
     for scale, other in ((left, right), (right, left)):
         if scale.op == "const" and scale.const is not None and scale.const > 0 and other is not NOTHING:
             lo, hi = ranges.multiply(other.span, scale.span, half)

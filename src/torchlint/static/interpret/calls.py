@@ -23,7 +23,7 @@ from torchlint.static.facts.values import (
     join,
     tracked_of,
 )
-from torchlint.static.interpret import batches, guards, shape_params, shaping
+from torchlint.static.interpret import batches, guards, shape_params, shaping, special_calls
 from torchlint.static.interpret.autocast import autocast_dtype
 from torchlint.static.interpret.context import CallInfo, FileContext
 from torchlint.static.interpret.expressions import STRINGS, TO_TEXT
@@ -149,7 +149,7 @@ class Calls:
             if isinstance(info.receiver, cst.Name):
                 self._inplace(info, receiver_value, values, result)
             elif isinstance(info.receiver, cst.Attribute) and info.receiver.attr.value == "data" and \
-                    ops.is_inplace(info.name) and not _softmax_mask(info, values):
+                    ops.is_inplace(info.name) and not special_calls.softmax_mask(info, values):
                 self.data_write(info.receiver)
         return result
 
@@ -243,7 +243,7 @@ class Calls:
                     and values[0].kind == "list" and any(item.tracked for item in values[0].items):
                 return Value(op="add", tracked=True, node=node, desc="a sum")  # `sum(losses)`: a tensor with history
             if isinstance(node.func, cst.Name) and node.func.value in ops.PYTHON_NUMBERS:
-                infinity = _infinity(node)
+                infinity = special_calls.infinity(node)
                 if infinity is not None:
                     return constant(infinity, node)  # float("-inf"): a number the rules can read
                 if node.func.value == "len" and values and values[0].shape and not values[0].kind:
@@ -450,13 +450,8 @@ class Calls:
             dtype = self.ctx.qualify(info.kwargs["dtype"])
             if dtype in ops.UPCAST_DTYPES:
                 operand = operand.but(half=False)
-        if op == "uniform":  # samples in [low, high): literal bounds give the range
-            bounds = [self.ctx.value(info.param(i, name)) if info.param(i, name) is not None else constant(float(i))
-                      for i, name in ((0, "low"), (1, "high"))]
-            if all(b.op == "const" and b.const is not None for b in bounds):
-                low, high = sorted(b.const for b in bounds)
-                return Value(op="uniform", lo=low, hi=high, tracked=False, node=node)
-            return Value(op="uniform", tracked=False, node=node)
+        if op == "uniform":
+            return special_calls.uniform(self.ctx, info, node)
         if op == "rand" and info.name == "rand" and all(isinstance(a, (cst.Integer, cst.Tuple)) for a in info.args):
             return Value(op="rand", lo=0.0, hi=1.0, tracked=False, node=node)  # a few samples: 0 is ~1e-7 likely
         if op == "divide":
@@ -536,23 +531,3 @@ def _claim_where_guarded(ctx: FileContext, call: cst.Call) -> None:
             stack.extend(inner)
         elif isinstance(node, cst.UnaryOperation):
             stack.append(node.expression)
-
-
-def _softmax_mask(info: CallInfo, values: list[Value]) -> bool:
-    """`scores.data.masked_fill_(mask, self.score_mask_value)` (Tacotron's attention, -inf): a position
-    filled with a huge negative score gets probability 0 from the softmax that follows, and so gradient 0:
-    autograd missing the fill changes nothing. A fill with a known moderate number is still a write."""
-    if info.name != "masked_fill_" or len(values) < 2:
-        return False
-    fill = values[1]
-    return fill.hi <= -1e4 or fill.op != "const"
-
-
-_INFINITIES = {"inf": INF, "+inf": INF, "infinity": INF, "-inf": -INF, "-infinity": -INF}
-
-
-def _infinity(node: cst.Call) -> float | None:
-    """`float("inf")`, `float("-inf")`: the number, or None."""
-    if node.func.value != "float" or len(node.args) != 1 or not isinstance(node.args[0].value, cst.SimpleString):
-        return None
-    return _INFINITIES.get(str(node.args[0].value.evaluated_value).strip().lower())

@@ -38,10 +38,19 @@ class UnguardedLog(Rule):
             guarded = f"{atom(ctx, operand)}.clamp_min({eps})"
             fix = PendingFix(f"Clamp the argument to at least {eps}", "unsafe", [(operand, guarded)])
             ctx.report(self.info, call.node, message, fix)
-        elif value.positive and value.eps is not None and 0 < value.eps < min_eps:
+        elif value.positive and value.eps is not None and 0 < value.eps < min_eps and _tiny_eps_matters(value):
             ctx.report(
                 self.info, call.node,
                 f"{shown} is exactly {value.eps:g} wherever {value.desc or 'its unguarded part'} is 0: log "
                 f"is {math.log(value.eps):.1f} there with a gradient of {1 / value.eps:.0e}, and the eps "
                 f"rounds to 0 in float16 (min-eps is {min_eps:g})",
             )
+
+
+def _tiny_eps_matters(value) -> bool:
+    """A tiny eps hurts in float16 (it rounds to 0), or through the gradient 1/eps where the guarded part
+    is 0. Not for a value without history (Gumbel noise from uniform samples), nor where the zeros are a
+    ReLU's: its gradient there is 0, so the 1/eps never reaches a parameter."""
+    if value.half:
+        return True
+    return value.tracked is not False and value.desc != "a ReLU output"
