@@ -9,9 +9,11 @@ import libcst as cst
 from torchlint.rule import RuleInfo
 from torchlint.static.facts.ops import LOSS_OPS
 from torchlint.static.interpret.context import CallInfo, FileContext
-from torchlint.static.rules.base import Rule
-from torchlint.static.interpret.training import BACKWARD, GRAD, STEP, actions, loop_header
+from torchlint.static.interpret.model_modes import module_shape
 from torchlint.static.interpret.scopes import Body
+from torchlint.static.interpret.training import BACKWARD, GRAD, STEP, actions, loop_header
+from torchlint.static.rules.base import Rule
+from torchlint.static.traverse import nodes_of
 
 EVAL_LOADER = re.compile(r"(val|valid|validation|test|eval|dev)(_|loader|data|set|\b)", re.I)
 
@@ -35,7 +37,7 @@ class EvalWithoutNoGrad(Rule):
                         and not entry.args and entry.receiver is not None:
                     evaluated.add(ctx.shape(entry.receiver))
                 elif isinstance(entry, CallInfo) and _freezes(entry):
-                    frozen.add(ctx.shape(_model_of(entry.receiver)))
+                    frozen.add(module_shape(ctx, entry.receiver, {}))
                 elif isinstance(entry, Body) and entry.kind == "loop" and not _over(entry.node, single):
                     self._check_loop(ctx, entry, evaluated - frozen)
 
@@ -92,17 +94,7 @@ def _over(loop, single: set[str]) -> bool:
     over a data set."""
     if not single or not isinstance(loop, cst.For):
         return False
-    finder = _Names()
-    loop.iter.visit(finder)
-    return bool(finder.names & single)
-
-
-class _Names(cst.CSTVisitor):
-    def __init__(self) -> None:
-        self.names: set[str] = set()
-
-    def visit_Name(self, node: cst.Name) -> None:
-        self.names.add(node.value)
+    return any(name.value in single for name in nodes_of(loop.iter, (cst.Name,)))
 
 
 def _fetches(body: cst.CSTNode) -> bool:
@@ -135,16 +127,6 @@ def _freezes(call: CallInfo) -> bool:
         return False
     flag = call.args[0] if call.args else call.kwargs.get("requires_grad")
     return isinstance(flag, cst.Name) and flag.value == "False"
-
-
-_CHAINED = frozenset({"eval", "train", "to", "cuda", "cpu", "float", "half", "requires_grad_"})
-
-
-def _model_of(node):
-    """`model` for `model.eval().to(device)`: the receiver under methods that return the module itself."""
-    while isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in _CHAINED:
-        node = node.func.value
-    return node
 
 
 def _dotted(node) -> bool:
