@@ -53,7 +53,7 @@ def test_fixtures_do_exercise_fixes():
 ])
 def test_exact_rewrites(before, after, unsafe):
     header = "import numpy as np\nimport torch\nimport torch.nn.functional as F\n"
-    settings = Settings(extend_select=["TL112"])  # opt-in, with a safe fix
+    settings = Settings(extend_select=["TL112", "TL113"])  # opt-in, with safe fixes
     result = fix_source(header + before, "m.py", settings, unsafe=unsafe)
     assert result.source == header + after
     if unsafe:  # unsafe fixes are not applied without the flag

@@ -1663,7 +1663,7 @@ CASES = {
         import torch
         def f(x):
             return x.exp() - 1
-        """, {("TL113", 4)}),
+        """, {("TL113", 4)}, ["TL113"]),
     "logsumexp through a variable": ("""
         import torch
         def f(x):

@@ -207,7 +207,8 @@ def _foreign_calls(module, file, deps: dict[str, str]) -> dict:
         return {}
     names = sorted({qualname.split(".", 1)[0] for qualname in functions})
     try:
-        calls = PROCESS_PROJECT.callers_of(file, names, deps)
+        methods = {q: q.rsplit(".", 1)[1] for q in functions if "." in q}
+        calls = PROCESS_PROJECT.callers_of(file, names, deps, methods)
     except (OSError, RuntimeError, ValueError):  # RuntimeError: a symlink loop, or too deep a recursion
         return {}
     if not calls:

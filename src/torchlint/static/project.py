@@ -76,6 +76,7 @@ class Summary:
     fp16: Any = None  # the call that autocasts to float16, builds a GradScaler or makes a model .half()
     seeding: Any = None  # seeding.SeedingUse: the global generators it seeds and draws from
     shared: bool = False  # its tree's tokens are shared (compact.share_tokens)
+    aliases: dict[str, str] = field(default_factory=dict)  # its imports: local name -> module (`torch`)
     _fingerprints: dict[str, str] | None = None
 
     def fingerprints(self) -> dict[str, str]:
@@ -209,7 +210,7 @@ class Project:
         deps[str(path)] = content_key(data)
         return Summary(path, deps[str(path)], dict(walker.frame.env), deps, module=module, checkpoints=saved,
                        loaders=loader_uses(ctx), calls_out=sites.foreign, fp16=fp16_evidence(ctx),
-                       seeding=seeding_use(ctx), shared=shared)
+                       seeding=seeding_use(ctx), shared=shared, aliases=dict(ctx.aliases))
 
     def module_of(self, path: str) -> cst.Module | None:
         """The syntax tree a summarised module was read from (for positions in it)."""
@@ -303,17 +304,23 @@ class Project:
         deps.update(summary.deps)
         return summary.calls_out
 
-    def callers_of(self, file: Path, names: list[str], deps: dict[str, str]) -> dict[str, list] | None:
+    def callers_of(self, file: Path, names: list[str], deps: dict[str, str],
+                   methods: dict[str, str] | None = None) -> dict[str, list] | None:
         """The calls other project files make to the functions and methods ``file`` defines, by
         qualified name (callsites.Record); None when they cannot all be seen (too many importers).
         Only importers that mention one of ``names`` (what the file defines) are summarised; each
-        one read is recorded in ``deps``."""
+        one read is recorded in ``deps``. A method of ``methods`` (qualified name -> method name)
+        that no importer calls through a known receiver gets the importers' calls of a method of
+        that name on a receiver they do not know (`unit.load_from(w)` under `torch.no_grad()`)."""
+        from torchlint.static.interpret.callsites import BY_NAME
+
         module = file.resolve()
         importers = self.importers(file)
         if importers is None:
             return None
         needles = [name.encode() for name in names]
         found: dict[str, list] = {}
+        by_name: dict[str, list] = {}
         for importer in importers:
             path = Path(importer)
             try:
@@ -327,6 +334,13 @@ class Project:
                 return None  # a caller we cannot read: its calls are unknown
             for qualname, records in calls_out.get(str(module), {}).items():
                 found.setdefault(qualname, []).extend(_written_in(record, importer) for record in records)
+            for qualname, name in (methods or {}).items():
+                unknown = calls_out.get(BY_NAME, {}).get(name)
+                if unknown:
+                    by_name.setdefault(qualname, []).extend(unknown)
+        for qualname, records in by_name.items():
+            if qualname not in found:
+                found[qualname] = records
         return found
 
     def _loader_files(self, root: Path) -> list[Path]:
@@ -366,6 +380,15 @@ class Project:
                 bound[name] = value
         return bound
 
+
+    def star_aliases(self, importer: Path, module: str | None, level: int, deps: dict[str, str]) -> dict[str, str]:
+        """The imports `from module import *` re-binds: the module's own `import torch` and the like."""
+        path = self.resolve(importer, module, level)
+        summary = self.summary(path) if path is not None else None
+        if summary is None:
+            return {}
+        deps.update(summary.deps)
+        return {k: v for k, v in summary.aliases.items() if not k.startswith("_")}
 
     def _reexported(self, package: Path, names: list[str], deps: dict[str, str]) -> dict[str, Value]:
         """`from pkg import Name` in a module that `pkg/__init__.py` is importing (an import cycle, as

@@ -110,6 +110,8 @@ class Calls:
         elif info.form == "method" and ctx.call_sites is not None and info.qual in batches.FED_STEPS:
             for step, batch in batches.fed_batches(info.qual, values, keywords):  # `trainer.fit(model, loader)`
                 ctx.call_sites.record(step, True, [batch, NOTHING], {}, False)
+        elif info.form == "method" and ctx.call_sites is not None and info.op is None:
+            ctx.call_sites.by_name(info.name, self.scope.no_grad, self.fp16 > 0)  # `unit.load_from(w)`
 
         if info.qual in ops.FEATURE_CALLS or _is_layer(info.callee):
             _mark_features(ctx, values)
@@ -256,8 +258,9 @@ class Calls:
                 return receiver.but(qual=None, tracked=False)  # Python numbers again
             if receiver.kind == "rng" and name == "manual_seed":
                 return receiver  # torch.Generator().manual_seed(s) returns the generator
-            if receiver.kind == "param" and name in ("detach", "clone", "detach_"):
-                return Value(tracked=name == "clone")  # no longer a leaf that requires grad
+            if receiver.kind == "param" and name in ("detach", "clone", "detach_", "repeat", "tile",
+                                                     "repeat_interleave"):
+                return Value(tracked=name != "detach" and name != "detach_")  # a new tensor: no longer a leaf
             if name == "requires_grad_" and info.args and isinstance(info.args[0], cst.Name) and \
                     info.args[0].value == "False":
                 return receiver.but(tracked=False)  # a frozen module / tensor: its parameters need no grad
@@ -340,7 +343,9 @@ class Calls:
             return Value(tracked=True, half=values[0].half, node=node)  # `torch.diag_embed(wh)` of a prediction
         if qual == "torch.nn.Parameter":
             frozen = info.param(1, "requires_grad")
-            return Value(kind="param", tracked=not (isinstance(frozen, cst.Name) and frozen.value == "False"))
+            # a tensor of its own (a learned scale, temperature or token), not a layer's weight
+            return Value(kind="param", qual="standalone",
+                         tracked=not (isinstance(frozen, cst.Name) and frozen.value == "False"))
         if qual.startswith("torch.nn.") and qual.rsplit(".", 1)[-1][:1].isupper() and not qual.startswith("torch.nn.init"):
             return Value(kind="module", qual=module_qual(qual), items=tuple(values), node=node)
         if qual in ("argparse.Namespace", "argparse.ArgumentParser"):

@@ -33,6 +33,9 @@ def walks_for(source: str) -> int:
 
 
 Record = tuple  # (bound, args: tuple[Value, ...], kwargs: dict[str, Value], star, no_grad, fp16)
+# `foreign` key of the method calls whose receiver is unknown, by method name (`unit.load_from(w)`):
+# records with `bound` None, which tell a method's grad mode and autocast, never its parameters
+BY_NAME = "*"
 
 
 class CallSites:
@@ -74,6 +77,14 @@ class CallSites:
             return
         self.calls.setdefault(id(node), (node, []))[1].append(record)
 
+    def by_name(self, name: str, no_grad: bool, fp16: bool) -> None:
+        """A method call whose receiver is unknown: what a project method of that name may be called in."""
+        if name and not name.startswith("__"):
+            records = self.foreign.setdefault(BY_NAME, {}).setdefault(name, [])
+            record = (None, (), {}, True, no_grad, fp16)
+            if record not in records:  # at most one per mode: what grad_off() and fp16() ask
+                records.append(record)
+
     def facts(self) -> dict[int, dict[str, Value]]:
         """Per function node, the parameters every recorded call gives an informative value."""
         result: dict[int, dict[str, Value]] = {}
@@ -90,6 +101,8 @@ class CallSites:
             shapes_passed: dict[str, list] = {}
             differentiated: set[str] = set()
             for bound, args, kwargs, star, *_modes in calls:
+                if bound is None:
+                    continue  # a call by method name alone (BY_NAME): its arguments are not this method's
                 names = positional[1:] if bound else positional
                 passed: dict[str, Value] = {}
                 if not star:

@@ -13,7 +13,7 @@ import libcst as cst
 from torchlint.static.interpret.context import CallInfo, FileContext
 from torchlint.static.interpret.frames import params_of
 from torchlint.static.interpret.scopes import Body, Mark
-from torchlint.static.traverse import target_names
+from torchlint.static.traverse import nodes_of, target_names
 
 KEEPING_METHODS = frozenset({"append", "extend", "add", "insert"})
 
@@ -32,6 +32,8 @@ def _kept(body: Body) -> dict[int, cst.CSTNode]:
     if len(params) < 2 or params[0] != "self":
         return {}
     origin = {name: index - 1 for index, name in enumerate(params) if index}
+    for name in _detached_rebinds(body.node):
+        origin.pop(name, None)  # `v = v.data.sum()`: what is kept no longer carries the argument's graph
     found: dict[int, cst.CSTNode] = {}
     _scan(body, origin, found)
     return found
@@ -59,6 +61,20 @@ def _scan(body: Body, origin: dict[str, int], found: dict[int, cst.CSTNode]) -> 
             source = _source(entry.args[-1], origin)
             if source is not None:
                 found.setdefault(source, entry.node)
+
+
+_DETACHING = frozenset({"detach", "item", "tolist", "numpy", "cpu"})
+
+
+def _detached_rebinds(function: cst.FunctionDef) -> set[str]:
+    """Names the function rebinds to a value cut from the graph (`v = v.data.sum()`, `v = v.item()`)."""
+    found = set()
+    for node in nodes_of(function.body, (cst.Assign,)):
+        cut = any(isinstance(part, cst.Attribute) and part.attr.value in ("data", *_DETACHING)
+                  for part in nodes_of(node.value, (cst.Attribute,)))
+        if cut:
+            found.update(name for target in node.targets for name in _names(target.target))
+    return found
 
 
 def _source(node: cst.BaseExpression, origin: dict[str, int]) -> int | None:

@@ -275,6 +275,10 @@ class Walker(Definitions, Expressions, Calls):
                              else dotted(a.name)) for a in node.names}
         names = None if star else list(locals_of)
         found = ctx.project.names(ctx.file, module, level, names, ctx.deps)
+        if star:  # its imports come along: `torch.no_grad()` in a file that gets `torch` from `utils`
+            for local, target in ctx.project.star_aliases(ctx.file, module, level, ctx.deps).items():
+                if local not in found and local not in self.frame.env:
+                    ctx.aliases.setdefault(local, target)
         bound = set()
         for name, value in found.items():
             local = locals_of.get(name, name)
@@ -287,7 +291,7 @@ class Walker(Definitions, Expressions, Calls):
         self.expr(node.test)
         self.flush()
         self.checked(guards.checked_names(node.test))
-        flag = guards.flag_of(node.test)
+        flag = guards.flag_of(node.test) or (" ".join(self.ctx.code(node.test).split()), True)
         before = dict(self.frame.env)
         outer_scope = self.scope
         then_scope = replace(outer_scope, guarded=True, gates=outer_scope.gates + ((node.test, True),))

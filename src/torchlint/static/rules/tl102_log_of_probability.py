@@ -6,9 +6,11 @@ import libcst as cst
 
 from torchlint.rule import RuleInfo
 from torchlint.static.interpret.context import CallInfo, FileContext, PendingFix
+from torchlint.static.interpret.sampling import picked_from, sampled_distribution
 from torchlint.static.rules.base import Rule, made_at, spelled
 
 _BETTER = {"softmax": "log_softmax", "sigmoid": "logsigmoid"}
+_SAMPLED, _PICKED = "tl102_sampled", "tl102_picked"  # ctx.memo keys
 
 
 class LogOfProbability(Rule):
@@ -19,9 +21,28 @@ class LogOfProbability(Rule):
     )
 
     def on_call(self, ctx: FileContext, call: CallInfo) -> None:
+        sampled = ctx.memo.setdefault(_SAMPLED, set())
+        drawn = sampled_distribution(call)
+        if drawn is not None:
+            sampled.add(id(ctx.value(drawn).node))
+            return
         if call.op != "log" or call.operand is None or ctx.is_claimed(call.node):
             return
         value = ctx.value(call.operand)
+        source = picked_from(call.operand, ctx.enclosing[-1] if ctx.enclosing else ctx.module) if value.op == "softmax" else None
+        if source is not None and ctx.value(source).node is not None:
+            # `log(pi.gather(1, a))`: reported at the end unless the file samples its actions from pi
+            ctx.memo.setdefault(_PICKED, {})[id(call.node)] = (call, value, ctx.value(source).node)
+            return
+        self._report(ctx, call, value)
+
+    def on_end(self, ctx: FileContext) -> None:
+        sampled = ctx.memo.get(_SAMPLED, set())
+        for call, value, distribution in ctx.memo.get(_PICKED, {}).values():
+            if id(distribution) not in sampled:
+                self._report(ctx, call, value)
+
+    def _report(self, ctx: FileContext, call: CallInfo, value) -> None:
         if value.op not in _BETTER and value.op != "mixture":
             return
         if value.op == "mixture":

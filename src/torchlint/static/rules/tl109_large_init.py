@@ -36,8 +36,11 @@ class LargeInit(Rule):
             slots = _METHOD_NAMES[name]
         else:
             return
-        if _is_bias(call.operand if call.form == "method" else call.param(0, "tensor")):
+        target = call.operand if call.form == "method" else call.param(0, "tensor")
+        if _is_bias(target):
             return  # a bias is added, not multiplied: a focal-loss prior `constant_(bias, -2.19)` compounds nothing
+        if name in ("constant_", "fill_") and _standalone(ctx, target):
+            return  # SSD's L2Norm scale `constant_(self.rescale_factors, 20)`: one learned gain, applied once
         numbers = []
         for position, keyword in slots:
             value = ctx.value(call.param(position, keyword))
@@ -52,7 +55,6 @@ class LargeInit(Rule):
             # std 1 is PyTorch's own default for embeddings and learned query tokens; for a weight
             # matrix it multiplies activations by ~sqrt(fan_in) per layer.
             limit = ctx.option(self.info, "normal-std")
-            target = call.operand if call.form == "method" else call.param(0, "tensor")
             matrix = ctx.value(target).qual == "matrix"
             option, over = "normal-std", largest >= limit if matrix else largest > limit
         else:
@@ -72,3 +74,10 @@ def _is_bias(target) -> bool:
     while isinstance(target, cst.Attribute) and target.attr.value == "data":
         target = target.value
     return isinstance(target, cst.Attribute) and target.attr.value == "bias"
+
+
+def _standalone(ctx: FileContext, target) -> bool:
+    """`self.scale = nn.Parameter(...)`, through `.data`: a tensor of its own, not a layer's weight."""
+    while isinstance(target, cst.Attribute) and target.attr.value == "data":
+        target = target.value
+    return ctx.value(target).qual == "standalone"

@@ -39,6 +39,8 @@ class SoftmaxBeforeCrossEntropy(Rule):
                     return
 
     def _check(self, ctx: FileContext, call: CallInfo, op: str, prediction, when: str, value, related) -> bool:
+        if value.op in ("softmax", "sigmoid") and value.hi > 1.0:
+            return False  # `23 * sigmoid(z / 7.5)`: scaled past 1, a soft cap on logits, not probabilities
         shown = f"`{ctx.code(call.node)}`: `{ctx.code(prediction, 40)}`"
         if op in _WHAT and value.op in _SQUASHED and not (op != "cross_entropy" and value.op == "log_softmax"):
             loss, applied = _WHAT[op]

@@ -22,6 +22,8 @@ class UnclampedAcos(Rule):
         value = ctx.value(operand)
         if value.op != "cosine":
             return
+        if value.tracked is False:
+            return  # the cosine of two fresh draws (a slerp between noise vectors): near 0, no gradient
         if value.hi > 1.0 or value.lo < -1.0:  # not clamped: rounding puts it past +-1
             ctx.report(
                 self.info, call.node,

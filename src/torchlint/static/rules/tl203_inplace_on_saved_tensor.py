@@ -43,6 +43,18 @@ INPLACE_FUNCTIONS = frozenset({"relu", "relu6", "leaky_relu", "elu", "selu", "ce
                                "alpha_dropout", "threshold"})
 
 
+def inference_only(scope) -> bool:
+    """Under `if not self.training:` (or the `else` of `if self.training:`): a module's inference
+    branch (YOLO's box decoding), whose outputs no training step backpropagates through."""
+    for test, value in scope.gates:
+        negated = isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)
+        inner = test.expression if negated else test
+        if isinstance(inner, cst.Attribute) and inner.attr.value == "training" and \
+                isinstance(inner.value, cst.Name) and inner.value.value == "self" and value == negated:
+            return True
+    return False
+
+
 def _true(node) -> bool:
     return isinstance(node, cst.Name) and node.value == "True"
 
@@ -78,7 +90,7 @@ class InplaceOnSavedTensor(Rule):
     )
 
     def on_call(self, ctx: FileContext, call: CallInfo) -> None:
-        if call.scope.no_grad:
+        if call.scope.no_grad or inference_only(call.scope):
             return
         if call.form == "function" and (call.qual or "").startswith("torch.nn.") and call.name == "Sequential":
             self._sequential(ctx, call)
@@ -95,7 +107,8 @@ class InplaceOnSavedTensor(Rule):
         written: set[int] = set()
         for target, scope in ctx.item_writes:  # `att = self.relu(att); att[:, 0] = 0`: the first write to each
             value = ctx.value(target.value)
-            if id(value) not in written and (value.tracked is True or scope.function == "forward"):
+            if id(value) not in written and (value.tracked is True or scope.function == "forward") and \
+                    not inference_only(scope):
                 written.add(id(value))
                 self._check(ctx, target, target.value, "the item assignment",
                             f"Write into a copy (`{ctx.code(target.value, 20)}.clone()`) or build it out of place")
@@ -104,7 +117,8 @@ class InplaceOnSavedTensor(Rule):
             return
         for call in list(ctx.calls.values()):
             callee = call.callee
-            if call.args and not call.scope.no_grad and callee is not None and callee.kind == "module" and \
+            if call.args and not call.scope.no_grad and not inference_only(call.scope) and \
+                    callee is not None and callee.kind == "module" and \
                     (callee.qual or "").rsplit(".", 1)[-1] in flipped and not _inplace_layer(ctx, call):
                 self._check(ctx, call.node, call.args[0], f"`{ctx.code(call.node.func, 30)}` (in place)")
 
@@ -125,7 +139,8 @@ class InplaceOnSavedTensor(Rule):
                 )
 
     def on_augassign(self, ctx: FileContext, node: cst.AugAssign) -> None:
-        if not ctx.scope_of(node).no_grad:
+        scope = ctx.scope_of(node)
+        if not scope.no_grad and not inference_only(scope):
             self._check(ctx, node, node.target, f"`{ctx.code(node.operator).strip()}`")
 
     def _check(self, ctx: FileContext, node, target, op: str, advice: str = "Use the out-of-place form") -> None:

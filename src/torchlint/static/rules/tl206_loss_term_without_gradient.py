@@ -41,7 +41,7 @@ class LossTermWithoutGradient(Rule):
             if defs is None:
                 defs = scopes[id(scope)] = _assignments(scope)
             # only an `autograd.grad` call can free the graph: no search in a file without one
-            freeing = _find(ctx, loss, defs, 0, set(), _frees_graph) if ctx.memo.get(GRADS) else None
+            freeing = _find(ctx, loss, defs, 0, set(), _frees_graph, _no_gradient) if ctx.memo.get(GRADS) else None
             if freeing is not None and id(freeing) not in done:
                 done.add(id(freeing))
                 ctx.report(
@@ -160,13 +160,27 @@ def _frees_graph(ctx: FileContext, item) -> bool:
         "create_graph" not in call.kwargs and "retain_graph" not in call.kwargs
 
 
+def _no_gradient(ctx: FileContext, item) -> bool:
+    """A value no gradient flows back through: a comparison, a mask (`g.lt(t)`), a number."""
+    if isinstance(item, cst.Call) and isinstance(item.func, cst.Attribute) and item.func.attr.value in _NO_GRADIENT:
+        return True
+    return isinstance(item, cst.Comparison) or (
+        isinstance(item, (cst.Call, cst.Name)) and ctx.value(item).op in ops.INTEGRAL_OPS)
+
+
+# results no gradient flows back through: comparisons, indices, signs, integer casts
+_NO_GRADIENT = frozenset({"lt", "gt", "le", "ge", "eq", "ne", "argmax", "argmin", "argsort", "sign", "bool",
+                          "long", "int"})
+
+
 def _true(node) -> bool:
     return isinstance(node, cst.Name) and node.value == "True"
 
 
-def _find(ctx: FileContext, node, defs: dict, depth: int, seen: set[int], match):
+def _find(ctx: FileContext, node, defs: dict, depth: int, seen: set[int], match, stop=None):
     """The first node ``match`` accepts in what an expression is computed from: its own nodes, the
-    assignments to the names it uses, the returns of the file's functions it calls."""
+    assignments to the names it uses, the returns of the file's functions it calls (not through
+    the nodes ``stop`` accepts)."""
     stack = [node]
     while stack:
         item = stack.pop()
@@ -175,6 +189,8 @@ def _find(ctx: FileContext, node, defs: dict, depth: int, seen: set[int], match)
         seen.add(id(item))
         if match(ctx, item):
             return item
+        if stop is not None and stop(ctx, item):
+            continue
         if isinstance(item, cst.Call):
             call = ctx.call(item)
             body = getattr(call.callee, "body", None) if call is not None else None
@@ -182,7 +198,7 @@ def _find(ctx: FileContext, node, defs: dict, depth: int, seen: set[int], match)
             if isinstance(function, cst.FunctionDef) and depth < MAX_DEPTH:
                 inner = _assignments(function)
                 for returned in _returns(function):
-                    found = _find(ctx, returned, inner, depth + 1, seen, match)
+                    found = _find(ctx, returned, inner, depth + 1, seen, match, stop)
                     if found is not None:
                         return found
         if isinstance(item, cst.Name):  # each assignment is visited once (seen): no depth needed

@@ -6,6 +6,7 @@ from __future__ import annotations
 from torchlint.rule import RuleInfo
 from torchlint.static.interpret.context import FileContext
 from torchlint.static.rules.base import Rule
+from torchlint.static.torch_support import of_file
 from torchlint.static.interpret.accumulation import cleared_inner_loops, schedule_counts_updates
 from torchlint.static.interpret.input_gradients import input_gradient
 from torchlint.static.interpret.periodic import is_periodic
@@ -137,6 +138,8 @@ class MisorderedStep(Rule):
         not the warm-up epochs' `if` when the scheduler is in the `else`): the schedule runs one step
         ahead (PyTorch warns that its first value is skipped). A step with an argument (an epoch, a
         metric for ReduceLROnPlateau) follows another protocol and is left alone."""
+        if SCHEDULE in (a.kind for a in steps) and _scheduler_first_era(ctx):
+            return
         for index, action in enumerate(steps):
             call = action.call
             if action.kind != SCHEDULE or call is None or call.args or call.kwargs:
@@ -154,6 +157,13 @@ class MisorderedStep(Rule):
     def _report(self, ctx: FileContext, node, message: str) -> None:
         if not ctx.is_claimed(node):
             ctx.report(self.info, node, f"`{ctx.code(node)}`: {message}")
+
+
+def _scheduler_first_era(ctx: FileContext) -> bool:
+    """The project installs PyTorch older than 1.1, whose schedulers were stepped at the start of each
+    epoch, before the optimizer (the order 1.1 reversed; pytorch-semseg pins 0.4.1)."""
+    support = of_file(ctx)
+    return support is not None and support.installs_before(1, 1)
 
 
 def _defined_here(zero: Action) -> bool:

@@ -46,6 +46,8 @@ class EvalWithoutNoGrad(Rule):
             return
         if isinstance(loop.node, cst.While) and not _fetches(loop.node.body):
             return  # a retry or polling loop, not one over batches
+        if _volatile_inputs(loop.node) and _written_for_old_torch(ctx.source):
+            return  # `Variable(x, volatile=True)` in code for PyTorch <= 0.3, where that builds no graph
         kinds = {a.kind for a in actions(ctx, loop)}
         if BACKWARD in kinds or STEP in kinds or GRAD in kinds:
             return  # the loop uses its graphs: training, or gradients of the input (an adversarial attack)
@@ -61,7 +63,10 @@ class EvalWithoutNoGrad(Rule):
                 # `validation_step(model, x)` doing `model.eval(); return model(x)`: the helper evaluates
                 helper_evaluated.add((here, ctx.shape(entry.receiver)))
                 continue
-            model_call = callee in evaluated or ((here, callee) in helper_evaluated and _dotted(entry.node.func)) or (
+            # (not the one warm-up forward of an evaluation routine with a batch loop of its own)
+            by_helper = (here, callee) in helper_evaluated and _dotted(entry.node.func) and (
+                iterates_eval_data or entry.scope.loop_depth > 0 or not _loops_in(ctx, here))
+            model_call = callee in evaluated or by_helper or (
                 iterates_eval_data and entry.callee.kind in ("instance", "module") and entry.op not in LOSS_OPS)
             if model_call:
                 reason = f"`{callee}` is in eval mode" if callee in evaluated else \
@@ -74,6 +79,31 @@ class EvalWithoutNoGrad(Rule):
                     "`with torch.inference_mode():`",
                 )
                 return
+
+
+def _loops_in(ctx: FileContext, function: str | None) -> bool:
+    return any(loop.scope.function == function for loop in ctx.loops)
+
+
+def _volatile_inputs(loop: cst.CSTNode) -> bool:
+    """The loop wraps its inputs as `Variable(x, volatile=True)`: PyTorch 0.3's no_grad."""
+    for call in nodes_of(loop, (cst.Call,)):
+        for arg in call.args:
+            if arg.keyword is not None and arg.keyword.value == "volatile" and \
+                    isinstance(arg.value, cst.Name) and arg.value.value == "True":
+                return True
+    return False
+
+
+_OLD_SCALAR = re.compile(r"\.data\[0\]")  # `loss.data[0]`: a 0-dim tensor indexed, an error since PyTorch 0.5
+_NEW_API = re.compile(r"\bno_grad\b|\binference_mode\b|\.item\(\)")
+
+
+def _written_for_old_torch(source: str) -> bool:
+    """The file reads scalars as `loss.data[0]` and never uses the 0.4 API (`no_grad`, `.item()`): it
+    runs on PyTorch <= 0.4, where `volatile=True` still turned the graph off (pytorch-fcn's evaluate.py,
+    with a trainer on `no_grad`, is newer code that kept a dead `volatile`)."""
+    return _OLD_SCALAR.search(source) is not None and _NEW_API.search(source) is None
 
 
 def _single_batches(function) -> set[str]:

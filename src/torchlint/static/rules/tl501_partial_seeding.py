@@ -1,4 +1,4 @@
-"""TL501 partial-seeding: some RNGs seeded, others used unseeded; DataLoader workers without seeding."""
+"""TL501 partial-seeding: some RNGs seeded, others used unseeded."""
 
 from __future__ import annotations
 
@@ -64,17 +64,8 @@ class PartialSeeding(Rule):
                 f"{', '.join(missing)} (e.g. `{ctx.code(first.node, 40)}`), which stays unseeded: runs still "
                 f"differ. Add {', '.join(SEED_CALLS[m] for m in missing)}",
             )
-        for call in calls:
-            if call.form == "function" and (call.qual or "").endswith("DataLoader"):
-                workers = ctx.value(call.kwargs.get("num_workers"))
-                if workers.op == "const" and workers.const and workers.const > 0 and \
-                        not {"worker_init_fn", "generator"} & set(call.kwargs) and {"numpy", "random"} & set(used):
-                    ctx.report(
-                        self.info, call.node,
-                        f"`{ctx.code(call.node)}`: its worker processes start with the same numpy/random state "
-                        "(identical augmentations, runs not reproducible); pass worker_init_fn that seeds "
-                        "them from torch.initial_seed(), and a seeded generator",
-                    )
+        # (DataLoader workers: PyTorch seeds `random`, torch and, since 1.9, NumPy in each worker from
+        # the loader's base seed; TL504 reports NumPy draws in workers where the project runs older torch.)
 
     def _imported_draws(self, ctx: FileContext, seeds: list[CallInfo], seeded: set[str]) -> None:
         """The program's other draws: project modules this file imports (two levels) that draw from a

@@ -11,12 +11,30 @@ from torchlint.static.interpret.context import CallInfo, FileContext
 from torchlint.static.rules.base import Rule
 from torchlint.static.interpret.scopes import Mark
 from torchlint.static.project_env import code_mentions, code_text, set_elsewhere
+from torchlint.static.traverse import nodes_of
 
 WORKSPACE = "CUBLAS_WORKSPACE_CONFIG"
 LIGHTNING = ("lightning.", "pytorch_lightning.")
 _DETERMINISTIC = re.compile(r"cudnn\s*\.\s*deterministic\s*=\s*True\b|use_deterministic_algorithms\s*\(\s*(mode\s*=\s*)?True\b")
 # Evidence that a file may run on CUDA: `.cuda()`, torch.cuda.*, a "cuda" device string, device_map=.
 _CUDA = re.compile(r"\.\s*cuda\s*\(|\btorch\s*\.\s*cuda\b|[\"']\s*cuda\b|\bdevice_map\b")
+
+# Evidence that a script trains: without it (a demo or evaluation script setting both in its main),
+# kernel choice moves outputs in their last bits, which no one reproducing a result would notice.
+_TRAINS = re.compile(r"\.\s*(backward|fit|step|train)\s*\(|\bTrainer\s*\(|\boptim\b")
+
+
+def _script_main(ctx: FileContext, scope) -> bool:
+    """Code the file runs as a script: under its `if __name__ == "__main__":`, or in a function that
+    block names (its `main`, called or handed to a launcher); not code a module runs when imported,
+    nor a helper others call."""
+    if scope.function is None:
+        return any("__name__" in ctx.code(test) for test, _value in scope.gates)
+    for statement in ctx.module.body:
+        if isinstance(statement, cst.If) and "__name__" in ctx.code(statement.test) and any(
+                name.value == scope.function for name in nodes_of(statement.body, (cst.Name,))):
+            return True
+    return False
 
 
 def _is_true(node) -> bool:
@@ -48,7 +66,8 @@ class ConflictingDeterminism(Rule):
                     and _is_true(m.value)}
         deterministic = settings.get("torch.backends.cudnn.deterministic")
         benchmark = settings.get("torch.backends.cudnn.benchmark")
-        if deterministic is not None and benchmark is not None:
+        if deterministic is not None and benchmark is not None and (
+                not _script_main(ctx, benchmark.scope) or _TRAINS.search(ctx.source)):
             ctx.report(self.info, benchmark.node,
                        "cudnn.benchmark = True autotunes to the fastest (possibly non-deterministic) kernel per "
                        "shape, defeating cudnn.deterministic = True set in this file; set benchmark = False")

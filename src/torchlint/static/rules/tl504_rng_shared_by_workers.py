@@ -83,6 +83,10 @@ class _ItemCode:
         site = call if here else anchor
         self._draws_through_arguments(call, owner, here, site)
         if call.form == "function":
+            if call.qual == "numpy.random.seed" and call.args and not isinstance(
+                    call.args[0], (cst.Integer, cst.Float, cst.UnaryOperation)):
+                self.seeds_itself = True  # `np.random.seed(index)` per item: each item's own state
+                return []
             if _global_numpy_draw(call.qual) and site is not None:
                 self.global_numpy.setdefault(id(site.node), site)
             if call.qual in GENERATOR_CLASSES and _clock_seconds(call.param(0, "seed")):
