@@ -63,7 +63,7 @@ def _scan(body: Body, origin: dict[str, int], found: dict[int, cst.CSTNode]) -> 
                 found.setdefault(source, entry.node)
 
 
-_DETACHING = frozenset({"detach", "item", "tolist", "numpy", "cpu"})
+_DETACHING = frozenset({"detach", "item", "tolist", "numpy"})  # (not `cpu`: a copy that keeps the graph)
 
 
 def _detached_rebinds(function: cst.FunctionDef) -> set[str]:

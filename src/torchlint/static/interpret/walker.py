@@ -291,7 +291,8 @@ class Walker(Definitions, Expressions, Calls):
         self.expr(node.test)
         self.flush()
         self.checked(guards.checked_names(node.test))
-        flag = guards.flag_of(node.test) or (" ".join(self.ctx.code(node.test).split()), True)
+        # a test that names no flag (`if opt.freeze_timer > 0:`) is one by its code: its branches exclude each other
+        flag = guards.flag_of(node.test) or (" ".join(self.ctx.exact_code(node.test).split()), True)
         before = dict(self.frame.env)
         outer_scope = self.scope
         then_scope = replace(outer_scope, guarded=True, gates=outer_scope.gates + ((node.test, True),))

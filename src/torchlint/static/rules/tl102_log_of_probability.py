@@ -29,7 +29,8 @@ class LogOfProbability(Rule):
         if call.op != "log" or call.operand is None or ctx.is_claimed(call.node):
             return
         value = ctx.value(call.operand)
-        source = picked_from(call.operand, ctx.enclosing[-1] if ctx.enclosing else ctx.module) if value.op == "softmax" else None
+        scope = ctx.enclosing[-1] if ctx.enclosing else ctx.module
+        source = picked_from(call.operand, scope) if value.op == "softmax" else None
         if source is not None and ctx.value(source).node is not None:
             # `log(pi.gather(1, a))`: reported at the end unless the file samples its actions from pi
             ctx.memo.setdefault(_PICKED, {})[id(call.node)] = (call, value, ctx.value(source).node)

@@ -160,17 +160,18 @@ def _frees_graph(ctx: FileContext, item) -> bool:
         "create_graph" not in call.kwargs and "retain_graph" not in call.kwargs
 
 
+# results no gradient flows back through: comparisons, indices, signs, integer casts
+_NO_GRADIENT = frozenset({"lt", "gt", "le", "ge", "eq", "ne", "argmax", "argmin", "argsort", "sign", "bool",
+                          "long", "int"})
+
+
 def _no_gradient(ctx: FileContext, item) -> bool:
-    """A value no gradient flows back through: a comparison, a mask (`g.lt(t)`), a number."""
+    """A value no gradient flows back through: a comparison, a mask (`g.lt(t)`), an integer."""
     if isinstance(item, cst.Call) and isinstance(item.func, cst.Attribute) and item.func.attr.value in _NO_GRADIENT:
         return True
     return isinstance(item, cst.Comparison) or (
         isinstance(item, (cst.Call, cst.Name)) and ctx.value(item).op in ops.INTEGRAL_OPS)
 
-
-# results no gradient flows back through: comparisons, indices, signs, integer casts
-_NO_GRADIENT = frozenset({"lt", "gt", "le", "ge", "eq", "ne", "argmax", "argmin", "argsort", "sign", "bool",
-                          "long", "int"})
 
 
 def _true(node) -> bool:
