@@ -359,6 +359,58 @@ PAIRS = {
             for x in val_loader:
                 predict(model, x)
         """, {("TL306", 7)}),
+    # Blind set q (MVTN): the view selector's parameters are clipped after the classifier's step and
+    # before their own optimizer's.
+    "clean: clipping between the steps of two optimizers, before the clipped one's": ("""
+        import torch
+        def train(model, selector, loader, opt, selector_opt):
+            for x, y in loader:
+                opt.zero_grad()
+                selector_opt.zero_grad()
+                loss = torch.nn.functional.cross_entropy(model(selector(x)), y)
+                loss.backward()
+                opt.step()
+                torch.nn.utils.clip_grad_norm_(selector.parameters(), 1.0)
+                selector_opt.step()
+        """, set()),
+    "clipping after the only step": ("""
+        import torch
+        def train(model, loader, opt):
+            for x, y in loader:
+                opt.zero_grad()
+                torch.nn.functional.cross_entropy(model(x), y).backward()
+                opt.step()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        """, {("TL303", 8)}),
+    # Blind set q (PCGrad): per-task gradients are read after each backward and combined before the step.
+    "clean: clearing between backward passes whose gradients are read (PCGrad)": ("""
+        import torch
+        def pc_backward(optimizer, params, losses):
+            grads = []
+            for i, loss in enumerate(losses):
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward(retain_graph=i < len(losses) - 1)
+                grads.append(torch.cat([p.grad.flatten() for p in params]))
+            merged = torch.stack(grads).sum(0)
+            for p in params:
+                p.grad = merged[:p.numel()].view_as(p).clone()
+        def train(model, loader, optimizer):
+            for x, y in loader:
+                a, b = model(x)
+                pc_backward(optimizer, list(model.parameters()), [a.mean(), b.mean()])
+                optimizer.step()
+        """, set()),
+    "clearing between micro-batch backward passes before one step": ("""
+        import torch
+        def accumulate(optimizer, model, chunks):
+            for x in chunks:
+                optimizer.zero_grad(set_to_none=True)
+                model(x).mean().backward()
+        def train(model, loader, optimizer):
+            for batch in loader:
+                accumulate(optimizer, model, batch.chunk(4))
+                optimizer.step()
+        """, {("TL303", 5)}),
 }
 
 

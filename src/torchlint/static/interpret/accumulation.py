@@ -39,12 +39,28 @@ def cleared_inner_loops(ctx: FileContext) -> list[tuple[Action, Action]]:
             continue  # stepped in this loop: the one-loop form (TL303's periodic check)
         every = [a for a in own if gates_in(loop, a) == ()]
         clears = next((a for a in every if a.kind == ZERO_GRAD), None)
-        if clears is None or not any(a.kind == BACKWARD for a in every):
+        if clears is None or not any(a.kind == BACKWARD for a in every) or _harvests_gradients(loop):
             continue
         step = _step_after(ctx, loop, loop_actions(ctx, loop))
         if step is not None:
             found.append((clears, step))
     return found
+
+
+def _harvests_gradients(loop: Body) -> bool:
+    """The loop reads `.grad` after its backward (in its own code or a function it calls): each
+    pass's gradients are taken before the next clears them (PCGrad's per-task gradients, per-sample
+    gradients), not accumulated."""
+    roots = [loop.node]
+    for entry in loop.walk():
+        body = getattr(getattr(entry, "callee", None), "body", None)
+        if isinstance(body, Body) and isinstance(body.node, cst.FunctionDef):
+            roots.append(body.node)
+    for root in roots:
+        assigned = {id(target.target) for node in nodes_of(root, (cst.Assign,)) for target in node.targets}
+        if any(node.attr.value == "grad" and id(node) not in assigned for node in nodes_of(root, (cst.Attribute,))):
+            return True
+    return False
 
 
 def _in_inner_loops(ctx: FileContext, loop: Body) -> set[int]:

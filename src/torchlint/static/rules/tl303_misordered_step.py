@@ -128,7 +128,8 @@ class MisorderedStep(Rule):
                 self._report(ctx, action.node,
                              "zero_grad() between backward() and step() erases the gradients just "
                              "computed: the step does nothing. Clear gradients before backward()")
-            elif action.kind == CLIP and (stepped or BACKWARD not in kinds[:index]):
+            elif action.kind == CLIP and (stepped and STEP not in kinds[index:] or BACKWARD not in kinds[:index]):
+                # (a step after the clip: two optimizers, the clipped parameters' one steps last)
                 where = "after step(): it clips gradients already applied" if stepped else \
                     "before backward(): there are no new gradients to clip yet"
                 self._report(ctx, action.node, f"gradient clipping {where}; clip between backward() and step()")
