@@ -158,6 +158,25 @@ def statements_of(module: cst.Module, types: tuple[type, ...]) -> list[cst.CSTNo
     return found
 
 
+def local_assignments(scope: cst.FunctionDef | cst.Module) -> dict[str, list]:
+    """Each name a function (or a module's own code) binds, and what is assigned to it (None for a
+    binding whose value is unknown here: an augmented or annotated assignment), not in nested
+    functions or classes."""
+    if isinstance(scope, cst.Module):
+        body = list(scope.body)
+    else:
+        body = list(scope.body.body) if isinstance(scope.body, cst.IndentedBlock) else []
+    found: dict[str, list] = {}
+    for small in simple_statements(body):
+        if isinstance(small, cst.Assign):
+            for target in small.targets:
+                for name in target_names(target.target):
+                    found.setdefault(name.value, []).append(small.value)
+        elif isinstance(small, (cst.AugAssign, cst.AnnAssign)) and isinstance(small.target, cst.Name):
+            found.setdefault(small.target.value, []).append(None)
+    return found
+
+
 def simple_statements(statements: list, skip: tuple[type, ...] = (cst.FunctionDef, cst.ClassDef)) -> list:
     """The small statements (`x = ...`, `f()`) of ``statements`` and of the blocks nested in them, in
     source order; compound statements of the ``skip`` types are not entered."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 import libcst as cst
 
 from torchlint.static.interpret.context import FileContext
-from torchlint.static.traverse import simple_statements, target_names
+from torchlint.static.traverse import local_assignments
 
 _MODULES = ("numpy.", "torch.", "math.")
 _RANDOM = ("numpy.random.", "torch.rand", "torch.normal", "torch.bernoulli", "torch.multinomial",
@@ -26,23 +26,8 @@ def is_fixed(ctx: FileContext, node: cst.BaseExpression) -> bool:
     table = ctx.memo.setdefault(_MEMO, {})
     assigned = table.get(id(function))
     if assigned is None:
-        assigned = table[id(function)] = _assignments(function)
+        assigned = table[id(function)] = local_assignments(function)
     return _fixed(ctx, node, assigned, set())
-
-
-def _assignments(function: cst.FunctionDef) -> dict[str, list]:
-    """Each local name and what is assigned to it (None for a binding whose value is unknown here:
-    an augmented assignment, a target inside a subscript)."""
-    found: dict[str, list] = {}
-    body = function.body.body if isinstance(function.body, cst.IndentedBlock) else []
-    for small in simple_statements(list(body)):
-        if isinstance(small, cst.Assign):
-            for target in small.targets:
-                for name in target_names(target.target):
-                    found.setdefault(name.value, []).append(small.value)
-        elif isinstance(small, (cst.AugAssign, cst.AnnAssign)) and isinstance(small.target, cst.Name):
-            found.setdefault(small.target.value, []).append(None)
-    return found
 
 
 def _fixed(ctx: FileContext, node, assigned: dict[str, list], seen: set[str]) -> bool:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import libcst as cst
 
 from torchlint.static.interpret.context import CallInfo
-from torchlint.static.traverse import simple_statements, target_names
 
 _DISTRIBUTIONS = frozenset({"Categorical", "OneHotCategorical", "RelaxedOneHotCategorical"})
 _THROUGH = frozenset({"squeeze", "unsqueeze", "view", "reshape", "float", "double", "flatten", "clamp",
@@ -34,37 +33,21 @@ def sampled_distribution(call: CallInfo) -> cst.BaseExpression | None:
     return None
 
 
-def picked_from(node: cst.BaseExpression, scope: cst.FunctionDef | cst.Module,
+def picked_from(node: cst.BaseExpression, assigned: dict[str, list],
                 depth: int = 0) -> cst.BaseExpression | None:
     """The distribution `pi` of `pi.gather(1, a)`, `pi[range(n), a]`, or of a name assigned one once
-    in ``scope`` (the function, or the module, the expression is in): entries taken at indices
-    (None: not a pick)."""
+    (``assigned``: `traverse.local_assignments` of the function or module the expression is in):
+    entries taken at indices (None: not a pick)."""
     if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
         if node.func.attr.value == "gather":
             return node.func.value
-        return picked_from(node.func.value, scope, depth) if node.func.attr.value in _THROUGH else None
+        return picked_from(node.func.value, assigned, depth) if node.func.attr.value in _THROUGH else None
     if isinstance(node, cst.Subscript):  # an index that is a name or expression, not `[:, 0]`
         if any(isinstance(element.slice, cst.Index) and not isinstance(
                 element.slice.value, (cst.Integer, cst.UnaryOperation, cst.Ellipsis)) for element in node.slice):
             return node.value
         return None
     if isinstance(node, cst.Name) and depth < 2:
-        values = _assigned(scope, node.value)
-        return picked_from(values[0], scope, depth + 1) if len(values) == 1 else None
+        values = assigned.get(node.value, [])
+        return picked_from(values[0], assigned, depth + 1) if len(values) == 1 and values[0] is not None else None
     return None
-
-
-def _assigned(scope: cst.FunctionDef | cst.Module, name: str) -> list:
-    if isinstance(scope, cst.Module):
-        body = scope.body
-    else:
-        body = scope.body.body if isinstance(scope.body, cst.IndentedBlock) else []
-    found = []
-    for small in simple_statements(list(body)):
-        if isinstance(small, cst.Assign) and any(
-                n.value == name for target in small.targets for n in target_names(target.target)):
-            found.append(small.value)
-        elif isinstance(small, (cst.AugAssign, cst.AnnAssign)) and isinstance(small.target, cst.Name) and \
-                small.target.value == name:
-            found.append(None)
-    return [v for v in found if v is not None] if None not in found else []

@@ -8,6 +8,7 @@ from torchlint.rule import RuleInfo
 from torchlint.static.interpret.context import CallInfo, FileContext, PendingFix
 from torchlint.static.interpret.sampling import picked_from, sampled_distribution
 from torchlint.static.rules.base import Rule, made_at, spelled
+from torchlint.static.traverse import local_assignments
 
 _BETTER = {"softmax": "log_softmax", "sigmoid": "logsigmoid"}
 _SAMPLED, _PICKED = "tl102_sampled", "tl102_picked"  # ctx.memo keys
@@ -21,16 +22,14 @@ class LogOfProbability(Rule):
     )
 
     def on_call(self, ctx: FileContext, call: CallInfo) -> None:
-        sampled = ctx.memo.setdefault(_SAMPLED, set())
         drawn = sampled_distribution(call)
         if drawn is not None:
-            sampled.add(id(ctx.value(drawn).node))
+            ctx.memo.setdefault(_SAMPLED, set()).add(id(ctx.value(drawn).node))
             return
         if call.op != "log" or call.operand is None or ctx.is_claimed(call.node):
             return
         value = ctx.value(call.operand)
-        scope = ctx.enclosing[-1] if ctx.enclosing else ctx.module
-        source = picked_from(call.operand, scope) if value.op == "softmax" else None
+        source = picked_from(call.operand, _assignments(ctx)) if value.op == "softmax" else None
         if source is not None and ctx.value(source).node is not None:
             # `log(pi.gather(1, a))`: reported at the end unless the file samples its actions from pi
             ctx.memo.setdefault(_PICKED, {})[id(call.node)] = (call, value, ctx.value(source).node)
@@ -89,3 +88,12 @@ def _fix(ctx: FileContext, call: CallInfo, producer_node, better: str) -> Pendin
     if not isinstance(call.node, cst.Call):
         return None
     return PendingFix(f"Replace with {better}", "safe", [(call.node, replacement)])
+
+
+def _assignments(ctx: FileContext) -> dict[str, list]:
+    """`local_assignments` of the function being walked (or of the module), once per scope."""
+    scope = ctx.enclosing[-1] if ctx.enclosing else ctx.module
+    table = ctx.memo.setdefault("tl102_assignments", {})
+    if id(scope) not in table:
+        table[id(scope)] = local_assignments(scope)
+    return table[id(scope)]
