@@ -54,6 +54,10 @@ class TorchSupport:
             return self.before(*version)
         return self.newest is not None and self.newest <= version
 
+    def only_before(self, *version: int) -> bool:
+        """Every PyTorch the project admits is older than `version` (a pin or a cap below it)."""
+        return self.newest is not None and self.newest <= version
+
     @property
     def shown(self) -> str:
         return ".".join(str(part) for part in self.oldest)

@@ -178,6 +178,7 @@ MODULE_OPS: dict[str, str] = {
 
 FLOAT16_NAMES = frozenset({"torch.float16", "torch.half", "numpy.float16"})
 UPCAST_DTYPES = frozenset({"torch.float32", "torch.float", "torch.float64", "torch.double"})
+FLOAT64_NAMES = frozenset({"torch.float64", "torch.double"})
 
 # Calls that assemble a feature tensor from several: what they are given is an input feature.
 FEATURE_CALLS = frozenset({"torch.cat", "torch.concat", "torch.concatenate", "torch.stack", "torch.hstack",

@@ -34,13 +34,13 @@ def apply_op(op: str, x: Value, node, rest: list[Value]) -> Value:
     if op == "sigmoid":
         lo, hi = ranges.sigmoid(x.span, half)
         return Value(op=op, lo=lo, hi=hi, zero=SATURATION if half else UNDERFLOW, prob=True, desc="a sigmoid output", half=half,
-                     tracked=tracked, of=x, node=node)
+                     f64=x.f64, tracked=tracked, of=x, node=node)
     if op == "softmax":
         lo = 0.0
         if x.hi - x.lo < SOFTMAX_SAFE_SPREAD:
             lo = ranges.as_dtype(ranges.exp((x.lo - x.hi, x.lo - x.hi), half)[0] / 1e8, half)
         return Value(op=op, lo=lo, hi=1.0, zero=SATURATION if half else UNDERFLOW, prob=True,
-                     desc="a softmax output", half=half,
+                     desc="a softmax output", half=half, f64=x.f64,
                      tracked=tracked, of=x, node=node)
     if op == "log_softmax":
         return Value(op=op, hi=0.0, half=half, tracked=tracked, of=x, node=node)

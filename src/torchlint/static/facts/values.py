@@ -43,6 +43,7 @@ class Value:
     desc: str = ""  # "a sigmoid output": used in messages
     prob: bool = False  # a probability in [0, 1]
     half: bool = False  # float16
+    f64: bool = False  # float64 (a softmax or sigmoid underflows to 0 only past a logit gap of ~745)
     unbounded: bool = False  # a linear/matmul output: evidence of no upper bound
     shifted: bool = False  # max-subtracted before exp
     tracked: bool | None = None  # carries autograd history

@@ -151,8 +151,8 @@ class Calls:
             if isinstance(info.receiver, cst.Name):
                 self._inplace(info, receiver_value, values, result)
             elif isinstance(info.receiver, cst.Attribute) and info.receiver.attr.value == "data" and \
-                    ops.is_inplace(info.name) and not special_calls.softmax_mask(info, values):
-                self.data_write(info.receiver)
+                    ops.is_inplace(info.name):
+                self._data_inplace(info, values, result)
         return result
 
     def made_half(self, target: cst.BaseExpression, whole: bool = False) -> None:
@@ -200,6 +200,19 @@ class Calls:
         for name, arg in info.kwargs.items():
             if name in body.halves:
                 self.made_half(arg)
+
+    def _data_inplace(self, info: CallInfo, values: list[Value], result: Value) -> None:
+        """`x.data.clamp_(lo, hi)`, `s.data.masked_fill_(...)`: an in-place change autograd does not see.
+        A clamp bounds what `x` holds from here on, as `x.clamp_()` does (its history stays)."""
+        owner = info.receiver.value
+        guard = None
+        if info.name in ("clamp_", "clamp_min_", "clip_") and isinstance(owner, cst.Name):
+            before = self.frame.lookup(owner.value)
+            guard = result.but(tracked=before.tracked, prob=before.prob)
+            self.bind(owner, guard)
+        if special_calls.softmax_mask(info, values) or special_calls.probability_guard(guard):
+            return
+        self.data_write(info.receiver)
 
     def _inplace(self, info: CallInfo, receiver: Value, values: list[Value], result: Value) -> None:
         """`d.clamp_(min=eps)`, `d.add_(eps)`, `d.masked_fill_(d == 0, 1)` change what `d` holds."""
@@ -285,7 +298,7 @@ class Calls:
             if name in ops.HALF_METHODS:
                 return semantics.to_half(receiver)
             if name in ops.UPCAST_METHODS:
-                return receiver.but(half=False)
+                return receiver.but(half=False, f64=name == "double")
             if name in ("to", "type"):
                 return self._cast(info, receiver)
             if name == "astype" and receiver.op == "mask":
@@ -409,7 +422,7 @@ class Calls:
             if qual in ops.FLOAT16_NAMES:
                 return semantics.to_half(receiver)
             if qual in ops.UPCAST_DTYPES:
-                return receiver.but(half=False)
+                return receiver.but(half=False, f64=qual in ops.FLOAT64_NAMES)
         return receiver
 
     def _op_result(self, info: CallInfo, operand: Value, rest: list[Value]) -> Value:
@@ -454,7 +467,7 @@ class Calls:
         if op in ("softmax", "log_softmax") and "dtype" in info.kwargs:
             dtype = self.ctx.qualify(info.kwargs["dtype"])
             if dtype in ops.UPCAST_DTYPES:
-                operand = operand.but(half=False)
+                operand = operand.but(half=False, f64=dtype in ops.FLOAT64_NAMES)
         if op == "uniform":
             return special_calls.uniform(self.ctx, info, node)
         if op == "rand" and info.name == "rand" and all(isinstance(a, (cst.Integer, cst.Tuple)) for a in info.args):

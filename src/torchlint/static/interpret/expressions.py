@@ -243,8 +243,8 @@ class Expressions:
 
     def _binop(self, node: cst.BinaryOperation) -> Value:
         self.events.append((1, node))
-        if self.scope.fp16:
-            self.ctx.scopes[id(node)] = self.scope  # what TL122 asks; other scope facts of binops are unused
+        if self.scope.fp16 or (self.scope.no_grad and isinstance(node.operator, cst.Divide)):
+            self.ctx.scopes[id(node)] = self.scope  # what TL122 and TL106 ask; other binops' scopes are unused
         left = self.expr(node.left)
         right = self.expr(node.right)
         if isinstance(node.operator, cst.Modulo) and isinstance(node.left, STRINGS):

@@ -30,6 +30,13 @@ def uniform(ctx: FileContext, info: CallInfo, node) -> Value:
     return Value(op="uniform", tracked=False, node=node)
 
 
+def probability_guard(clamped: Value | None) -> bool:
+    """`dist.data.clamp_(0.01, 0.99)` on a probability before its log (categorical DQN): the clamp keeps
+    the log finite and the gradient passes straight through it, which is what autograd not seeing the
+    write gives; the values any op saved before are changed by at most the clamp's margin."""
+    return clamped is not None and clamped.prob and 0 < clamped.lo and clamped.hi <= 1
+
+
 def softmax_mask(info: CallInfo, values: list[Value]) -> bool:
     """`scores.data.masked_fill_(mask, self.score_mask_value)` (Tacotron's attention, -inf): a position
     filled with a huge negative score gets probability 0 from the softmax that follows, and so gradient 0:

@@ -43,8 +43,8 @@ class LogOfProbability(Rule):
                 self._report(ctx, call, value)
 
     def _report(self, ctx: FileContext, call: CallInfo, value) -> None:
-        if value.op not in _BETTER and value.op != "mixture":
-            return
+        if value.op not in _BETTER and value.op != "mixture" or value.f64:
+            return  # in float64 the probability underflows to 0 only past a logit gap of ~745
         if value.op == "mixture":
             ctx.report(self.info, call.node, (
                 f"`{ctx.code(call.node)}`: `{ctx.code(call.operand, 40)}` is {value.desc}; its log is -inf "

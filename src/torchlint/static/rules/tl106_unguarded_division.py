@@ -16,8 +16,14 @@ SPREADS = frozenset({"std", "var", "range", "norm"})
 
 
 def zero_divisor(value) -> bool:
-    """Evidence that a divisor is exactly 0 somewhere: routinely or by saturation, or a spread."""
-    return value.reaches_zero(SATURATION) or (value.op in SPREADS and value.reaches_zero(DEGENERATE))
+    """Evidence that a divisor is exactly 0 somewhere: routinely or by saturation, or a spread of a
+    value with autograd history (a loss term: one constant input and its NaN reaches every weight).
+    A spread of data (an image min-max normalised, dataset statistics, a prediction scaled for saving)
+    is 0 only for a constant input, and its NaN stays in that one sample (so is one computed with
+    gradients off: `_check` leaves those out)."""
+    if value.reaches_zero(SATURATION):
+        return True
+    return value.op in SPREADS and value.reaches_zero(DEGENERATE) and value.tracked is not False
 
 
 def distance_divisor(value) -> bool:
@@ -96,7 +102,7 @@ class UnguardedDivision(Rule):
         value = ctx.value(divisor)
         if ctx.is_claimed(node):
             return
-        if zero_divisor(value):
+        if zero_divisor(value) and not (ctx.scope_of(node).no_grad and not value.reaches_zero(SATURATION)):
             ctx.memo.setdefault(self.info.code, []).append((node, divisor, value, False))
         elif distance_divisor(value):  # unless it turns out to be a feature of the input's geometry
             ctx.memo.setdefault(self.info.code, []).append((node, divisor, value, True))

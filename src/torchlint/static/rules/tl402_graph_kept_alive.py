@@ -55,6 +55,8 @@ class GraphKeptAlive(Rule):
                 if isinstance(entry, Mark) and isinstance(entry.node.target, cst.Name) and \
                         _assigned_before(loop.node, entry.node.target.value, entry.node):
                     continue  # `loss = a; loss += b` builds this step's loss: nothing outlives the step
+                if isinstance(entry, Mark) and _freed_and_reset(ctx, loop, entry, target):
+                    continue
                 value = ctx.value(target)
                 if value.tracked is False:
                     continue  # `.item()`, `.detach()` inside a called function: no graph to keep
@@ -236,6 +238,27 @@ def _assigned_before(loop_node, name: str, statement) -> bool:
         if small is statement or (isinstance(small, cst.Expr) and small.value is statement):
             return False
         if isinstance(small, cst.Assign) and any(
+                isinstance(t.target, cst.Name) and t.target.value == name for t in small.targets):
+            return True
+    return False
+
+
+def _freed_and_reset(ctx: FileContext, loop: Body, mark: Mark, added) -> bool:
+    """`total += loss` in a loop that also calls `loss.backward()` (or `total.backward()`) and resets
+    `total = 0` after the sum (every log interval, every accumulation round): backward frees what the
+    graphs saved, and the reset bounds how many of them the sum holds."""
+    if not isinstance(mark.node.target, cst.Name) or not isinstance(added, cst.Name):
+        return False
+    name = mark.node.target.value
+    if not any(isinstance(entry, CallInfo) and isinstance(entry.receiver, cst.Name) and
+               entry.receiver.value in (added.value, name) and classify(ctx, entry) == BACKWARD
+               for entry in loop.entries):
+        return False
+    after = False
+    for small in _small_statements(loop.node):
+        if small is mark.node:
+            after = True
+        elif after and isinstance(small, cst.Assign) and any(
                 isinstance(t.target, cst.Name) and t.target.value == name for t in small.targets):
             return True
     return False

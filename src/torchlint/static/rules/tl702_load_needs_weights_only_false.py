@@ -11,6 +11,7 @@ from torchlint.static.interpret.checkpoints import (
 )
 from torchlint.static.interpret.context import CallInfo, FileContext
 from torchlint.static.rules.base import Rule
+from torchlint.static.torch_support import of_file
 
 SAFE_GLOBALS = "torch.serialization.safe_globals"
 # set in the process, it makes torch.load default to weights_only=False
@@ -34,6 +35,9 @@ class LoadNeedsWeightsOnlyFalse(Rule):
         loads = ctx.memo.get("default_loads")
         if not loads or _forced_full_pickle(ctx):
             return
+        support = of_file(ctx)
+        if support is not None and support.only_before(2, 6):
+            return  # every PyTorch the project admits reads full pickles by default
         local = [s for s in saves(ctx) if s.refused]
         imported = project_saves(ctx)
         if not local and not imported:
