@@ -22,6 +22,8 @@ class HalfPrecisionSoftmax(Rule):
             return
         if "dtype" in call.kwargs and ctx.qualify(call.kwargs["dtype"]) in ("torch.float32", "torch.float"):
             return
+        if call.scope.fp16 and value.op not in ("matmul", "gram"):
+            return  # autocast runs softmax/exp in float32: only a float16 product's inf reaches them
         source = f"{value.desc} in float16" if value.desc else "a float16 tensor"
         ctx.report(
             self.info, call.node,

@@ -16,6 +16,9 @@ EXPLODING_PRONE = frozenset({
     "scaled_dot_product_attention",
 })
 
+# recurrences backpropagate through time: the same weights multiply the gradient at every step
+RECURRENT = frozenset({"LSTM", "GRU", "RNN", "LSTMCell", "GRUCell", "RNNCell"})
+
 DEFAULT_LR = {f"torch.optim.{name}": lr for name, lr in (
     ("Adam", 1e-3), ("AdamW", 1e-3), ("Adamax", 2e-3), ("NAdam", 2e-3), ("RAdam", 1e-3),
     ("RMSprop", 1e-2), ("Adagrad", 1e-2), ("Adadelta", 1.0),
@@ -39,7 +42,7 @@ class MissingGradClip(Rule):
                        | _imported_layers(ctx))
         if mode == "auto" and not prone:
             return
-        unnormalised = _unnormalised_update(ctx)
+        unnormalised = _unnormalised_update(ctx, recurrent=bool(RECURRENT.intersection(prone)))
         if mode == "auto" and unnormalised is None:
             return  # Adam-family updates on mean losses: short recurrences train fine unclipped
         why = f"this file uses {', '.join(prone)}, whose gradients can explode" if prone else "gradients can explode"
@@ -58,15 +61,16 @@ class MissingGradClip(Rule):
             )
 
 
-def _unnormalised_update(ctx: FileContext) -> str | None:
+def _unnormalised_update(ctx: FileContext, recurrent: bool) -> str | None:
     """Evidence that gradient size reaches the weights unscaled: a plain SGD step (no per-parameter
-    normalisation), an adaptive optimizer at 10x or more its default learning rate, a loss summed rather than averaged (its gradient grows with batch and sequence
+    normalisation) of a recurrent model (attention alone does not multiply the gradient through
+    time: transformers train with SGD unclipped), an adaptive optimizer at 10x or more its default learning rate, a loss summed rather than averaged (its gradient grows with batch and sequence
     length), or a CTC loss (infinite on infeasible alignments). None when there is none."""
     for call in ctx.calls.values():
         qual = call.qual or ""
         if not qual.startswith("torch.") and call.name != "backward":
             continue
-        if qual == "torch.optim.SGD":
+        if qual == "torch.optim.SGD" and recurrent:
             return "plain SGD applies the gradient unnormalised"
         default = DEFAULT_LR.get(qual)
         lr = ctx.value(call.param(1, "lr")) if default is not None else None

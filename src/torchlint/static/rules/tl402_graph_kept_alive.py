@@ -39,6 +39,7 @@ class GraphKeptAlive(Rule):
             # calls is another variable (`loss = train(...)` may be the float that function returns)
             receivers = _backward_receivers(ctx, loop.walk(expand=False))
             holders = _holders(ctx, loop, receivers)
+            feeders = None
             for entry in loop.entries:
                 target = None
                 if isinstance(entry, Mark) and entry.kind == "accumulate" and isinstance(entry.node.operator, cst.AddAssign):
@@ -61,6 +62,8 @@ class GraphKeptAlive(Rule):
                 if value.tracked is False:
                     continue  # `.item()`, `.detach()` inside a called function: no graph to keep
                 shape = ctx.shape(target)
+                if feeders is None:
+                    feeders = _feeders(ctx, loop.node, receivers, unpacked=False)
                 if shape in holders:
                     ctx.report(
                         self.info, node,
@@ -69,7 +72,8 @@ class GraphKeptAlive(Rule):
                         "`.item()`) in it first, or keep only the numbers you need",
                     )
                 elif value.op in LOSS_OPS or value.op == "matmul" or shape in receivers or \
-                        (value.tracked is True and value.op is not None and not value.kind):
+                        (value.tracked is True and value.op is not None and not value.kind) or \
+                        (isinstance(target, cst.Name) and target.value in feeders):
                     ctx.report(
                         self.info, node,
                         f"`{ctx.code(node)}` keeps `{ctx.code(target, 30)}` as a tensor that still carries its "
@@ -175,9 +179,10 @@ def _holds_loss(ctx: FileContext, node, receivers: set[str]) -> bool:
     return bool(shape) and any(r.startswith((shape + "[", shape + ".")) for r in receivers)
 
 
-def _feeders(ctx: FileContext, node, receivers: set[str]) -> set[str]:
-    """Names the differentiated loss is built from in this body (`loss = a + b` -> a, b), and the
-    values unpacked from the same call as the loss (`loss, parts = model.step(x)`): one graph."""
+def _feeders(ctx: FileContext, node, receivers: set[str], unpacked: bool = True) -> set[str]:
+    """Names the differentiated loss is built from in this body (`loss = a + b` -> a, b), and
+    (``unpacked``) the values unpacked from the same call as the loss (`loss, parts = model.step(x)`):
+    one graph, unless the call cut them from it (`{"nll": nll.item()}`)."""
     found: set[str] = set()
     for small in _small_statements(node):
         if not isinstance(small, cst.Assign):
@@ -185,7 +190,7 @@ def _feeders(ctx: FileContext, node, receivers: set[str]) -> set[str]:
         for target in small.targets:
             if ctx.shape(target.target) in receivers:
                 found |= _names_in(small.value)
-            elif isinstance(target.target, (cst.Tuple, cst.List)):
+            elif unpacked and isinstance(target.target, (cst.Tuple, cst.List)):
                 names = [e.value for e in target.target.elements]
                 if any(ctx.shape(n) in receivers for n in names):
                     found |= {n.value for n in names if isinstance(n, cst.Name)}
@@ -203,8 +208,13 @@ def _names_in(node) -> set[str]:
             stack.extend((item.left, item.right))
         elif isinstance(item, cst.UnaryOperation):
             stack.append(item.expression)
+        elif isinstance(item, cst.IfExp):
+            stack.extend((item.body, item.orelse))  # `sum(losses) if isinstance(losses, tuple) else losses`
         elif isinstance(item, cst.Call) and isinstance(item.func, cst.Attribute):
-            stack.append(item.func.value)  # `a.mean()`
+            if item.func.attr.value not in CUTS_GRAPH:
+                stack.append(item.func.value)  # `a.mean()`, not `a.item()`
+        elif isinstance(item, cst.Call) and isinstance(item.func, cst.Name) and item.func.value == "sum":
+            stack.extend(arg.value for arg in item.args)  # `sum(losses)`: a total of the losses
     return names
 
 
