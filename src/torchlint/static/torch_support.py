@@ -52,7 +52,7 @@ class TorchSupport:
         torch below it. The config setting is the user's own statement of what runs, so it counts."""
         if self.source.startswith("["):
             return self.before(*version)
-        return self.newest is not None and self.newest <= version
+        return self.only_before(*version)
 
     def only_before(self, *version: int) -> bool:
         """Every PyTorch the project admits is older than `version` (a pin or a cap below it)."""

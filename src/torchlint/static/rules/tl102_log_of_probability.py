@@ -43,7 +43,7 @@ class LogOfProbability(Rule):
                 self._report(ctx, call, value)
 
     def _report(self, ctx: FileContext, call: CallInfo, value) -> None:
-        if value.op not in _BETTER and value.op != "mixture" or value.f64:
+        if (value.op not in _BETTER and value.op != "mixture") or value.f64:
             return  # in float64 the probability underflows to 0 only past a logit gap of ~745
         if value.op == "mixture":
             ctx.report(self.info, call.node, (

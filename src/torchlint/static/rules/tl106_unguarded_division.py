@@ -74,18 +74,18 @@ class UnguardedDivision(Rule):
 
     def on_binop(self, ctx: FileContext, node: cst.BinaryOperation) -> None:
         if isinstance(node.operator, cst.Divide):
-            self._check(ctx, node, node.right)
+            self._check(ctx, node, node.right, ctx.scope_of(node).no_grad)
 
     def on_augassign(self, ctx: FileContext, node: cst.AugAssign) -> None:
         if isinstance(node.operator, cst.DivideAssign):
-            self._check(ctx, node, node.value)
+            self._check(ctx, node, node.value, ctx.scope_of(node).no_grad)
 
 
     def on_call(self, ctx: FileContext, call: CallInfo) -> None:
         if call.op == "divide":
             divisor = call.param(1, "other")
             if divisor is not None:
-                self._check(ctx, call.node, divisor)
+                self._check(ctx, call.node, divisor, call.scope.no_grad)
 
     def on_end(self, ctx: FileContext) -> None:
         found = ctx.memo.get(self.info.code, ())
@@ -98,11 +98,11 @@ class UnguardedDivision(Rule):
             if not distance or value.tracked or not input_feature(ctx, value.node):
                 self._report(ctx, node, divisor, value)
 
-    def _check(self, ctx: FileContext, node, divisor) -> None:
+    def _check(self, ctx: FileContext, node, divisor, no_grad: bool) -> None:
         value = ctx.value(divisor)
         if ctx.is_claimed(node):
             return
-        if zero_divisor(value) and not (ctx.scope_of(node).no_grad and not value.reaches_zero(SATURATION)):
+        if zero_divisor(value) and not (no_grad and not value.reaches_zero(SATURATION)):
             ctx.memo.setdefault(self.info.code, []).append((node, divisor, value, False))
         elif distance_divisor(value):  # unless it turns out to be a feature of the input's geometry
             ctx.memo.setdefault(self.info.code, []).append((node, divisor, value, True))
