@@ -236,6 +236,28 @@ PROJECTS = (
     Project("diffusion-policy", "real-stanford/diffusion_policy", "5ba07ac6661db573af695b419a7947ecb704690f",
             (".",)),
     Project("nerf-pl", "kwea123/nerf_pl", "52aeb387da64a9ad9a0f914ea9b049ffc598b20c", (".",)),
+    # A seventh held-out batch (stop 41), measured with the stop's final code before any change drawn
+    # from it: how far the sixth batch's and set r's changes carry.
+    Project("rainbow-kaixhin", "Kaixhin/Rainbow", "1745b184c3dfc03d4ffa3ce2342ced9996b39a60", (".",)),
+    Project("deeprl-shangtong", "ShangtongZhang/DeepRL", "c0968b5c046314af09944843cdf06f4100c6bb95", (".",)),
+    Project("xlm", "facebookresearch/XLM", "cd281d32612d145c6742b4d3f048f80df8669c30", (".",)),
+    Project("nlp-tutorial", "graykode/nlp-tutorial", "d05e31ec81d56d70c1db89b99ab07e948f7ebc11", (".",),
+            notebooks=True),
+    Project("melgan", "descriptinc/melgan-neurips", "6488045bfba1975602288de07a58570c7b4d66ea", (".",)),
+    Project("demucs", "facebookresearch/demucs", "e976d93ecc3865e5757426930257e200846a520a", (".",)),
+    Project("srgan-leftthomas", "leftthomas/SRGAN", "7ddfdf27273c42d858ec52cab5ca1cbfca81d0be", (".",)),
+    Project("efficientdet-zylo", "zylo117/Yet-Another-EfficientDet-Pytorch",
+            "15403b5371a64defb2a7c74e162c6e880a7f462c", (".",)),
+    Project("wavenet-vocoder", "r9y9/wavenet_vocoder", "a35fff76ea3687b05e1a10023cad3f7f64fa25a3", (".",)),
+    Project("sentiment-analysis", "bentrevett/pytorch-sentiment-analysis",
+            "329f654b2cfaed22fee432569ebd7a2674584f79", (".",), notebooks=True),
+    Project("rcan", "yulunzhang/RCAN", "f722e5d0e1eff45148bfaefd9bc85c6f0f26ce02", (".",)),
+    Project("stargan-v2", "clovaai/stargan-v2", "875b70a150609e8a678ed8482562e7074cdce7e5", (".",)),
+    Project("stylegan3", "NVlabs/stylegan3", "c233a919a6faee6e36a316ddd4eddababad1adf9", (".",)),
+    Project("raft", "princeton-vl/RAFT", "2888e15a51fa41140771d3f498ed8023cff098d1", (".",)),
+    Project("glow-rosinality", "rosinality/glow-pytorch", "97081ff115a694cf04aeedbd58447f33d242c879", (".",)),
+    Project("retinanet-kuangliu", "kuangliu/pytorch-retinanet", "2d7c663350f330a34771a8fa6a4f37a2baa52a1d",
+            (".",)),
 )
 
 
