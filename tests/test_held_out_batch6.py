@@ -1,7 +1,7 @@
-"""Stop 41's held-out batch (20 public projects: sequence models, time series, speech, RL in
-notebooks, tabular, diffusion fine-tuning): each mechanism behind a wrong or noisy finding once
-where a maintainer would close the report (no finding) and once where it is a bug (exact code and
-line)."""
+"""Stop 41's held-out batches (the sixth, 20 public projects: sequence models, time series, speech,
+RL in notebooks, tabular, diffusion fine-tuning; one mechanism of the seventh): each mechanism behind
+a wrong or noisy finding once where a maintainer would close the report (no finding) and once where
+it is a bug (exact code and line)."""
 
 from __future__ import annotations
 
@@ -166,3 +166,60 @@ def test_weights_only_default_needs_a_torch_the_project_admits(tmp_path: Path, p
     (tmp_path / "requirements.txt").write_text(pin)
     (tmp_path / "train.py").write_text(SAVED_MODEL)
     assert sorted((Path(f.path).name, f.code, f.line) for f in check_paths([tmp_path])) == expected
+
+
+FLOW_LOSS = """
+    import torch
+    def sequence_loss(pred, gt, valid):
+        loss = (pred - gt).abs().mean()
+        epe = torch.sqrt(torch.mean((pred - gt) ** 2, dim=1))
+        epe = epe.view(-1)[valid.view(-1)]
+        metrics = {{"epe": epe.mean().item(), "1px": (epe < 1).float().mean().item()}}
+        return {returned}, metrics
+    def train(model, x, y, valid, opt):
+        loss, metrics = sequence_loss(model(x), y, valid)
+        loss.backward()
+        opt.step()
+    """
+
+
+@pytest.mark.parametrize(("returned", "expected"), [
+    ("loss", set()),
+    ("loss + epe.mean()", {("TL119", 5)}),
+])
+def test_a_distance_only_read_out_as_numbers_is_a_metric(returned, expected):
+    """Batch 7, RAFT's `sequence_loss`: the end-point error is logged through `.item()`, never differentiated."""
+    assert codes_lines(textwrap.dedent(FLOW_LOSS.format(returned=returned))) == expected
+
+
+SPECTROGRAM = """
+    import torch
+    import torch.nn as nn
+    from torch.utils.data import DataLoader
+    class Audio2Mel(nn.Module):
+        def __init__(self, n_fft=1024, hop_length=256):
+            super().__init__()
+            window = torch.hann_window(n_fft).float()
+            self.register_buffer("window", window)
+            self.n_fft = n_fft
+            self.hop_length = hop_length
+            {layer}
+        def forward(self, audio):
+            return torch.stft(audio, self.n_fft, self.hop_length, window=self.window).abs()
+    def dump(test_set):
+        fft = Audio2Mel()
+        test_loader = DataLoader(test_set, batch_size=1)
+        voc = []
+        for x_t in test_loader:
+            voc.append(fft(x_t).detach())
+        return voc
+    """
+
+
+@pytest.mark.parametrize(("layer", "expected"), [
+    ("pass", set()),
+    ("self.proj = nn.Conv1d(1, 1, 3)", {("TL306", 19)}),
+])
+def test_a_module_without_parameters_builds_no_graph(layer, expected):
+    """Batch 7, MelGAN: test clips turned into spectrograms by a module with only a buffer."""
+    assert codes_lines(textwrap.dedent(SPECTROGRAM.format(layer=layer))) == expected

@@ -9,6 +9,7 @@ import libcst as cst
 from torchlint.rule import RuleInfo
 from torchlint.static.facts.values import Value
 from torchlint.static.interpret.context import CallInfo, FileContext
+from torchlint.static.interpret.read_out import NUMBERS
 
 
 DELETE_LINE = "\x00delete-line"  # a replacement that removes the node's whole lines
@@ -85,7 +86,6 @@ def atom(ctx: FileContext, node: cst.BaseExpression) -> str:
     return f"({text})"
 
 
-NUMBERS = frozenset({"item", "tolist", "numpy"})  # methods that turn a tensor into plain numbers
 
 
 def read_out(ctx: FileContext) -> set[int]:

@@ -7,6 +7,7 @@ import libcst as cst
 from torchlint.rule import RuleInfo
 from torchlint.static.facts.values import DEGENERATE
 from torchlint.static.interpret.context import CallInfo, FileContext
+from torchlint.static.interpret.read_out import only_read_out
 from torchlint.static.interpret.scopes import Scope
 from torchlint.static.rules.base import Rule, read_out, whole_mean
 
@@ -70,7 +71,7 @@ class HandWrittenNorm(Rule):
         if deferred:
             compared = only_compared(ctx, deferred)
             for node in deferred:
-                if id(ctx.value(node)) not in compared:
+                if id(ctx.value(node)) not in compared and not only_read_out(ctx.module, node):
                     self._report(ctx, node)
 
     def _check(self, ctx: FileContext, node, operand, scope: Scope, torch: bool) -> None:
@@ -79,8 +80,9 @@ class HandWrittenNorm(Rule):
             return
         if whole_mean(ctx, operand):
             return  # a root-mean-square error: 0 only where every prediction of the batch is exact
-        if value.tracked:  # the points carry autograd history
-            self._report(ctx, node)
+        if value.tracked:  # the points carry autograd history (unless the distance is a metric read out)
+            if not only_read_out(ctx.module, node):
+                self._report(ctx, node)
         elif torch and not scope.no_grad:
             # Nothing says where the points come from: a torch op outside no_grad (`** 0.5` of unknown
             # values may be numpy or Python floats); decided at the end, by how the distance is used.
