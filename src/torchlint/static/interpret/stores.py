@@ -52,12 +52,12 @@ def _scan(body: Body, origin: dict[str, int], found: dict[int, cst.CSTNode]) -> 
             _scan(entry, inner, found)
         elif isinstance(entry, Mark) and entry.kind == "accumulate":
             node = entry.node
-            if isinstance(node.operator, cst.AddAssign) and _on_self(node.target):
+            if isinstance(node.operator, cst.AddAssign) and on_self(node.target):
                 source = _source(node.value, origin)
                 if source is not None:
                     found.setdefault(source, node)
         elif isinstance(entry, CallInfo) and entry.form == "method" and entry.name in KEEPING_METHODS \
-                and entry.receiver is not None and _on_self(entry.receiver) and entry.args:
+                and entry.receiver is not None and on_self(entry.receiver) and entry.args:
             source = _source(entry.args[-1], origin)
             if source is not None:
                 found.setdefault(source, entry.node)
@@ -96,7 +96,7 @@ def _source(node: cst.BaseExpression, origin: dict[str, int]) -> int | None:
     return None
 
 
-def _on_self(node: cst.BaseExpression) -> bool:
+def on_self(node: cst.BaseExpression) -> bool:
     """`self.x`, `self.x[i]`, `self.x.y`: state that outlives the call."""
     while isinstance(node, (cst.Attribute, cst.Subscript)):
         node = node.value

@@ -9,7 +9,7 @@ import libcst as cst
 from torchlint.rule import RuleInfo
 from torchlint.static.facts.values import Value
 from torchlint.static.interpret.context import CallInfo, FileContext
-from torchlint.static.interpret.read_out import NUMBERS
+from torchlint.static.interpret.read_out import NUMBERS, only_read_out
 
 
 DELETE_LINE = "\x00delete-line"  # a replacement that removes the node's whole lines
@@ -97,6 +97,12 @@ def read_out(ctx: FileContext) -> set[int]:
                  if info.form == "method" and info.name in NUMBERS and info.receiver is not None}
         ctx.memo["read out"] = found
     return found
+
+
+def read_out_as_numbers(ctx: FileContext, node) -> bool:
+    """A metric or a log: `dist.item()` itself, or a name every use of which reads it out as numbers
+    or compares it (`epe = d.sqrt()`, then `epe.mean().item()`; see interpret.read_out)."""
+    return id(node) in read_out(ctx) or only_read_out(ctx.module, node)
 
 
 def whole_mean(ctx: FileContext, node) -> bool:

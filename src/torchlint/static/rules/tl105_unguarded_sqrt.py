@@ -7,8 +7,7 @@ import libcst as cst
 from torchlint.rule import RuleInfo
 from torchlint.static.interpret.context import CallInfo, FileContext
 from torchlint.static.interpret.one_pass_variance import one_pass_variance
-from torchlint.static.interpret.read_out import only_read_out
-from torchlint.static.rules.base import Rule, read_out, whole_mean
+from torchlint.static.rules.base import Rule, read_out_as_numbers, whole_mean
 from torchlint.static.facts.values import DEGENERATE, SATURATION
 
 
@@ -54,9 +53,8 @@ class UnguardedSqrt(Rule):
             ctx.memo.setdefault(self.info.code, []).append((node, operand, op, problem))
 
     def on_end(self, ctx: FileContext) -> None:
-        numbers = read_out(ctx)
         for node, operand, op, problem in ctx.memo.get(self.info.code, ()):
-            if id(node) not in numbers and not ctx.is_claimed(node) and not only_read_out(ctx.module, node):
+            if not ctx.is_claimed(node) and not read_out_as_numbers(ctx, node):
                 self._report(ctx, node, operand, op, problem)
 
     def _report(self, ctx: FileContext, node, operand, op: str, problem: str) -> None:

@@ -9,7 +9,7 @@ from torchlint.static.facts.values import DEGENERATE
 from torchlint.static.interpret.context import CallInfo, FileContext
 from torchlint.static.interpret.read_out import only_read_out
 from torchlint.static.interpret.scopes import Scope
-from torchlint.static.rules.base import Rule, read_out, whole_mean
+from torchlint.static.rules.base import Rule, read_out_as_numbers, whole_mean
 
 
 def hand_written_distance(value) -> bool:
@@ -65,13 +65,12 @@ class HandWrittenNorm(Rule):
             self._check(ctx, node, node.left, ctx.scope_of(node), False)
 
     def on_end(self, ctx: FileContext) -> None:
-        numbers = read_out(ctx)  # `dist.item()`: a metric, never differentiated
-        deferred = [node for node in ctx.memo.get(self.info.code, ())
-                    if id(node) not in numbers and not input_feature(ctx, node)]
+        deferred = [node for node in ctx.memo.get(self.info.code, ())  # (a metric is never differentiated)
+                    if not read_out_as_numbers(ctx, node) and not input_feature(ctx, node)]
         if deferred:
             compared = only_compared(ctx, deferred)
             for node in deferred:
-                if id(ctx.value(node)) not in compared and not only_read_out(ctx.module, node):
+                if id(ctx.value(node)) not in compared:
                     self._report(ctx, node)
 
     def _check(self, ctx: FileContext, node, operand, scope: Scope, torch: bool) -> None:

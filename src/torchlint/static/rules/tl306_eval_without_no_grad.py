@@ -10,6 +10,7 @@ from torchlint.rule import RuleInfo
 from torchlint.static.facts.ops import LOSS_OPS
 from torchlint.static.interpret.context import CallInfo, FileContext
 from torchlint.static.interpret.model_modes import module_shape
+from torchlint.static.interpret.parameterless import without_parameters
 from torchlint.static.interpret.scopes import Body
 from torchlint.static.interpret.training import BACKWARD, GRAD, STEP, actions, loop_header
 from torchlint.static.rules.base import Rule
@@ -68,7 +69,7 @@ class EvalWithoutNoGrad(Rule):
                 iterates_eval_data or entry.scope.loop_depth > 0 or not _loops_in(ctx, here))
             model_call = callee in evaluated or by_helper or (
                 iterates_eval_data and entry.callee.kind in ("instance", "module") and entry.op not in LOSS_OPS
-                and not _without_parameters(entry.callee))
+                and not without_parameters(entry.callee))
             if model_call:
                 reason = f"`{callee}` is in eval mode" if callee in evaluated else \
                     f"`{callee}` is put in eval mode by `{here}()`" if (here, callee) in helper_evaluated else \
@@ -166,54 +167,3 @@ def _dotted(node) -> bool:
         node = node.value
     return isinstance(node, cst.Name)
 
-
-_REGISTERS = frozenset({"register_parameter", "register_module", "add_module", "apply", "load_state_dict"})
-
-
-def _without_parameters(model) -> bool:
-    """A project module whose code gives it no parameters: it derives from `nn.Module` alone and
-    every attribute its methods set is plain data (a literal, or an argument whose default is one),
-    tensors going to `register_buffer` (MelGAN's `Audio2Mel`, an STFT with a mel basis). Calling it
-    on data without gradients builds no graph."""
-    cls = model.cls if model.kind == "instance" else None
-    if cls is None or cls.parents or cls.bases != ["torch.nn.Module"]:
-        return False
-    for method in cls.methods.values():
-        function = getattr(method.body, "node", None)
-        if not isinstance(function, cst.FunctionDef):
-            return False
-        plain = {p.name.value for p in function.params.params if _literal(p.default)}
-        for node in nodes_of(function.body, (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.Call)):
-            if isinstance(node, cst.Call):
-                if isinstance(node.func, cst.Attribute) and node.func.attr.value in _REGISTERS or \
-                        isinstance(node.func, cst.Name) and node.func.value == "setattr":
-                    return False
-                continue
-            targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
-            if any(_on_self(t) for t in targets) and not _plain(node.value, plain):
-                return False
-    return True
-
-
-def _on_self(target) -> bool:
-    return any(isinstance(n, cst.Attribute) and isinstance(n.value, cst.Name) and n.value.value == "self"
-               for n in nodes_of(target, (cst.Attribute,)))
-
-
-def _literal(node) -> bool:
-    return isinstance(node, (cst.Integer, cst.Float, cst.SimpleString)) or (
-        isinstance(node, cst.Name) and node.value in ("None", "True", "False"))
-
-
-def _plain(node, plain: set[str]) -> bool:
-    if node is None or _literal(node):
-        return True
-    if isinstance(node, cst.Name):
-        return node.value in plain
-    if isinstance(node, cst.BinaryOperation):
-        return _plain(node.left, plain) and _plain(node.right, plain)
-    if isinstance(node, cst.UnaryOperation):
-        return _plain(node.expression, plain)
-    if isinstance(node, (cst.Tuple, cst.List)):
-        return all(_plain(e.value, plain) for e in node.elements)
-    return False

@@ -48,13 +48,13 @@ class GraphKeptAlive(Rule):
                         and len(entry.args) == 1:
                     target, node = entry.args[0], entry.node
                 elif isinstance(entry, CallInfo) and entry.form == "method" and entry.name == "add_" \
-                        and len(entry.args) == 1 and not (isinstance(entry.receiver, cst.Name) and _assigned_before(
+                        and len(entry.args) == 1 and not (isinstance(entry.receiver, cst.Name) and _assigned(
                             loop.node, entry.receiver.value, entry.node)):  # (not a tensor made this iteration)
                     target, node = entry.args[0], entry.node  # `stats["loss"].add_(loss)`: a running sum kept
                 if target is None or entry.scope.no_grad or _cuts_graph(ctx, target):
                     continue
                 if isinstance(entry, Mark) and isinstance(entry.node.target, cst.Name) and \
-                        _assigned_before(loop.node, entry.node.target.value, entry.node):
+                        _assigned(loop.node, entry.node.target.value, entry.node):
                     continue  # `loss = a; loss += b` builds this step's loss: nothing outlives the step
                 if isinstance(entry, Mark) and _freed_and_reset(ctx, loop, entry, target):
                     continue
@@ -241,13 +241,17 @@ def _backward_receivers(ctx: FileContext, entries) -> set[str]:
             if isinstance(e, CallInfo) and e.receiver is not None and classify(ctx, e) == BACKWARD}
 
 
-def _assigned_before(loop_node, name: str, statement) -> bool:
-    """``name`` is plainly assigned in the loop body before ``statement`` (source order): `loss = a;
-    loss += b` builds one step's loss, `total = torch.zeros(1); total.add_(loss)` a fresh tensor."""
+def _assigned(loop_node, name: str, statement, after: bool = False) -> bool:
+    """``name`` is plainly assigned in the loop body before ``statement`` (``after``: after it), in
+    source order. Before: `loss = a; loss += b` builds one step's loss, `total = torch.zeros(1);
+    total.add_(loss)` a fresh tensor. After: `total += loss; ...; total = 0` resets a running sum."""
+    seen = False
     for small in _small_statements(loop_node):
         if small is statement or (isinstance(small, cst.Expr) and small.value is statement):
-            return False
-        if isinstance(small, cst.Assign) and any(
+            if not after:
+                return False
+            seen = True
+        elif seen == after and isinstance(small, cst.Assign) and any(
                 isinstance(t.target, cst.Name) and t.target.value == name for t in small.targets):
             return True
     return False
@@ -264,14 +268,7 @@ def _freed_and_reset(ctx: FileContext, loop: Body, mark: Mark, added) -> bool:
                entry.receiver.value in (added.value, name) and classify(ctx, entry) == BACKWARD
                for entry in loop.entries):
         return False
-    after = False
-    for small in _small_statements(loop.node):
-        if small is mark.node:
-            after = True
-        elif after and isinstance(small, cst.Assign) and any(
-                isinstance(t.target, cst.Name) and t.target.value == name for t in small.targets):
-            return True
-    return False
+    return _assigned(loop.node, name, mark.node, after=True)
 
 
 def _small_statements(node):
