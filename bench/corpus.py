@@ -258,6 +258,33 @@ PROJECTS = (
     Project("glow-rosinality", "rosinality/glow-pytorch", "97081ff115a694cf04aeedbd58447f33d242c879", (".",)),
     Project("retinanet-kuangliu", "kuangliu/pytorch-retinanet", "2d7c663350f330a34771a8fa6a4f37a2baa52a1d",
             (".",)),
+    # Held-out batch 8 (stop 42): tutorials people learn from, RL, speech, detection, LLM fine-tuning
+    # and LoRA training scripts; measured with the code as it stood before any change for them.
+    Project("morvan-tutorial", "MorvanZhou/PyTorch-Tutorial", "dbe154a9e56635e51c6b0c2ccea8ae36cfb585a7", (".",)),
+    Project("voice-cloning", "CorentinJ/Real-Time-Voice-Cloning", "865eba8826bb6d76721a9d828a546724779c23ab",
+            (".",)),
+    Project("deep-rl-pchrist", "p-christ/Deep-Reinforcement-Learning-Algorithms-with-PyTorch",
+            "4835bac8557fdacff1735eca004e35ea5a4b7443", (".",)),
+    Project("sd-scripts", "kohya-ss/sd-scripts", "48d368fa557731ad0488c07304dfeba8c07910eb", (".",)),
+    Project("llama-recipes", "meta-llama/llama-recipes", "faae2fd877995430906e1d0904131ecdaa89a604",
+            ("src/llama_cookbook", "getting-started")),
+    Project("llms-from-scratch", "rasbt/LLMs-from-scratch", "28c65cdfbc3338e2e040016eea4b7fdf556e4d57", (".",),
+            notebooks=True),
+    Project("nn-zero-to-hero", "karpathy/nn-zero-to-hero", "73c3fcc741f0ec104ca850b1fb0df90e7e8d4cde", (".",),
+            notebooks=True),
+    Project("lora-microsoft", "microsoft/LoRA", "c4593f060e6a368d7bb5af5273b8e42810cdef90",
+            ("loralib", "examples/NLG/src")),
+    Project("simcse", "princeton-nlp/SimCSE", "49fa580a853752ede55b8c76d9debf748e214d3f", (".",)),
+    Project("resnet-cifar10-akamaster", "akamaster/pytorch_resnet_cifar10", "d5489e8995e81e91ce6b1d69dcc98ad579b0b153",
+            (".",)),
+    Project("deepspeech-pytorch", "SeanNaren/deepspeech.pytorch", "b88a631ef6b96553e16bbaa5bd6a621435bed278", (".",)),
+    Project("yolov4-tianxiaomo", "Tianxiaomo/pytorch-YOLOv4", "a65d219f9066bae4e12003bd7cdc04531860c672", (".",)),
+    Project("image-processing-wzmiaomiao", "WZMIAOMIAO/deep-learning-for-image-processing",
+            "2ecf2eea2b97777bb18fe9ff458292fde5a92b7e", (".",)),
+    Project("pytorch-classification-bearpaw", "bearpaw/pytorch-classification",
+            "24f1c456f48c78133088c4eefd182ca9e6199b03", (".",)),
+    Project("spinningup", "openai/spinningup", "038665d62d569055401d91856abb287263096178", (".",)),
+    Project("yolov4-bubbliiiing", "bubbliiiing/yolov4-pytorch", "9571c250a3e26946eabc39398320fba8a045a90b", (".",)),
 )
 
 

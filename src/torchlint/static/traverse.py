@@ -147,8 +147,13 @@ def inner_statements(statement: cst.CSTNode) -> list[cst.CSTNode]:
 def statements_of(module: cst.Module, types: tuple[type, ...]) -> list[cst.CSTNode]:
     """The compound statements of ``types`` anywhere in the module (in nested blocks too), found by
     descending statements only: much cheaper than ``nodes_of`` when only definitions are wanted."""
+    return statements_in(module.body, types)
+
+
+def statements_in(statements, types: tuple[type, ...]) -> list[cst.CSTNode]:
+    """``statements_of`` for a sequence of statements (and their nested blocks)."""
     found: list = []
-    stack: list = list(reversed(module.body))
+    stack: list = list(reversed(statements))
     while stack:
         node = stack.pop()
         if isinstance(node, types):

@@ -39,6 +39,12 @@ HF_MODEL_CLASS = re.compile(r"Model|For[A-Z]")
 HF_NOT_MODEL = re.compile(r"Tokenizer|Config|Processor|Extractor|ImageProcessor")
 
 
+# calls that hand back an object that already exists (a parameter keeps its history under no_grad)
+_EXISTING = frozenset({"get", "pop", "next", "getattr", "setdefault", "parameters", "named_parameters", "values",
+                       "items", "keys", "state_dict", "to", "cuda", "cpu", "__getitem__", "iter"})
+_MADE_WITHOUT_GRAD = Value(tracked=False)
+
+
 class Calls:
     """The call half of the interpreter (mixed into Walker)."""
 
@@ -153,6 +159,8 @@ class Calls:
             elif isinstance(info.receiver, cst.Attribute) and info.receiver.attr.value == "data" and \
                     ops.is_inplace(info.name):
                 self._data_inplace(info, values, result)
+        if result is NOTHING and self.scope.no_grad and info.name not in _EXISTING:
+            result = _MADE_WITHOUT_GRAD  # `eer = brentq(...)` under no_grad: whatever it is, it has no history
         return result
 
     def made_half(self, target: cst.BaseExpression, whole: bool = False) -> None:

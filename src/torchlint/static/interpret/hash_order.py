@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from torchlint.static.statement_parts import parts
 from torchlint.static.traverse import nodes_of
 
 _SET_CALLS = frozenset({"set", "frozenset"})
@@ -34,18 +35,9 @@ def set_iteration(module: cst.Module, memo: dict | None = None) -> cst.CSTNode |
     statement object from one check of a document to the next (the language server's)."""
     sets: set[str] = set()  # names bound to a set anywhere in the module
     iterated: list[tuple[cst.BaseExpression, cst.CSTNode]] = []
-    for statement in module.body:
-        entry = memo.get(id(statement)) if memo is not None else None
-        if entry is None or entry[0] is not statement:
-            entry = (statement, *_part(statement))
-            if memo is not None:
-                memo[id(statement)] = entry
-        sets.update(entry[1])
-        iterated.extend(entry[2])
-    if memo is not None:
-        current = {id(statement) for statement in module.body}
-        for key in [key for key in memo if key not in current]:
-            del memo[key]
+    for bound, iterates in parts(module, memo, _part):
+        sets.update(bound)
+        iterated.extend(iterates)
     for iterable, node in iterated:
         if _makes_set(iterable) or (isinstance(iterable, cst.Name) and iterable.value in sets):
             return node

@@ -176,7 +176,7 @@ def _passed(ctx: FileContext, call: CallInfo, callee: Body, mapping: dict[str, s
 
 
 # methods that return the module they are called on
-_SAME_MODULE = frozenset({"to", "cuda", "cpu", "float", "half", "double", "bfloat16", "train", "eval",
+SAME_MODULE = frozenset({"to", "cuda", "cpu", "float", "half", "double", "bfloat16", "train", "eval",
                           "requires_grad_", "type", "xpu", "mps"})
 
 
@@ -184,7 +184,7 @@ def module_shape(ctx: FileContext, node, mapping: dict[str, str]) -> str:
     """The module an expression names (`model.to(device)` names `model`), its root name read
     through ``mapping``."""
     while isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
-            and node.func.attr.value in _SAME_MODULE:
+            and node.func.attr.value in SAME_MODULE:
         node = node.func.value
     text = ctx.shape(node)
     root, dot, rest = text.partition(".")

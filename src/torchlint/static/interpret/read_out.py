@@ -12,19 +12,41 @@ from __future__ import annotations
 
 import libcst as cst
 
-from torchlint.static.traverse import nodes_of, statements_of
+from torchlint.static.parsing import statement_memo
+from torchlint.static.statement_parts import parts
+from torchlint.static.traverse import nodes_of, statements_in
 
 NUMBERS = frozenset({"item", "tolist", "numpy"})  # methods that turn a tensor into plain numbers
 
 
-def only_read_out(module: cst.Module, node: cst.CSTNode) -> bool:
+def only_read_out(module: cst.Module, node: cst.CSTNode, memo: dict | None = None) -> bool:
     """``node`` is the whole value of `name = node` in a function, and every use of `name` there
-    reads it out as numbers or compares it."""
-    for function in statements_of(module, (cst.FunctionDef,)):
+    reads it out as numbers or compares it. ``memo``: where the file's index of such assignments is
+    kept between questions (a file's ``ctx.memo``)."""
+    index = memo.get(_INDEX) if memo is not None else None
+    if index is None:
+        index = {}
+        for part in parts(module, statement_memo(module, _INDEX), _assignments_in_functions):
+            for key, found in part.items():
+                index.setdefault(key, found)
+        if memo is not None:
+            memo[_INDEX] = index
+    found = index.get(id(node))
+    return found is not None and _uses_ok(*found)
+
+
+_INDEX = "read_out.assignments"
+
+
+def _assignments_in_functions(statement: cst.CSTNode) -> dict[int, tuple[cst.CSTNode, str]]:
+    """id of the value of each `name = value` in a function of the statement -> (the body of the
+    first function, in file order, that holds it, name)."""
+    index: dict[int, tuple[cst.CSTNode, str]] = {}
+    for function in statements_in((statement,), (cst.FunctionDef,)):
         for assign in nodes_of(function.body, (cst.Assign,)):
-            if assign.value is node and len(assign.targets) == 1 and isinstance(assign.targets[0].target, cst.Name):
-                return _uses_ok(function.body, assign.targets[0].target.value)
-    return False
+            if len(assign.targets) == 1 and isinstance(assign.targets[0].target, cst.Name):
+                index.setdefault(id(assign.value), (function.body, assign.targets[0].target.value))
+    return index
 
 
 def _uses_ok(node: cst.CSTNode, name: str) -> bool:

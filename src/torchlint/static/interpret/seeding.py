@@ -11,7 +11,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import libcst as cst
+
 from torchlint.static.interpret.context import CallInfo, FileContext
+from torchlint.static.traverse import local_assignments, nodes_of
 
 SEEDERS = {
     "random.seed": "random",
@@ -37,8 +40,10 @@ PER_ITEM = frozenset({"__getitem__", "__getitems__", "__iter__", "__next__", "__
 def rng_used(call: CallInfo, ctx: FileContext | None = None) -> str | None:
     """The global generator a call draws from: "random", "numpy" or "torch" (None: none). With
     ``ctx``, a draw the code writes into a string (`'%06x' % random.randrange(16**6)`, a unique
-    name) does not count: it labels something and never reaches the numbers."""
-    if call.form != "function" or (ctx is not None and id(call.node) in ctx.as_text):
+    name) does not count: it labels something and never reaches the numbers; nor does a draw that
+    picks the seed (``seed_draws``)."""
+    if call.form != "function" or (ctx is not None and (id(call.node) in ctx.as_text
+                                                        or id(call.node) in seed_draws(ctx))):
         return None
     qual = call.qual or ""
     name = call.name
@@ -53,6 +58,39 @@ def rng_used(call: CallInfo, ctx: FileContext | None = None) -> str | None:
     if qual.endswith("DataLoader") and "shuffle" in call.kwargs:
         return "torch"
     return None
+
+
+# calls whose argument seeds a generator: the global ones, and a dedicated generator made or reseeded
+_SEEDED_BY_ARGUMENT = frozenset(SEEDERS) | {"random.Random", "numpy.random.default_rng", "numpy.random.RandomState",
+                                            "numpy.random.SeedSequence"}
+
+
+def seed_draws(ctx: FileContext) -> set[int]:
+    """Ids of the draws whose result is a seed: `torch.manual_seed(randint(0, sys.maxsize))`, or
+    `seed = args.seed if args.seed is not None else random.randint(0, 2**32 - 1)` and then
+    `torch.manual_seed(seed)` in the same function. Such a draw picks the run's seed (a run without
+    one is meant to differ); no number the program computes with comes from it."""
+    found = ctx.memo.get("seed draws")
+    if found is not None:
+        return found
+    found = set()
+    seeding = [call for call in ctx.calls.values() if call.args and (
+        (call.form == "function" and call.qual in _SEEDED_BY_ARGUMENT) or
+        (call.form == "method" and call.name == "manual_seed"))]
+    if seeding:
+        holders = {id(entry): body.node for body in ctx.functions for entry in body.walk(expand=False)}
+        assigned: dict[int, dict] = {}
+        for call in seeding:
+            scope = holders.get(id(call), ctx.module)
+            for argument in call.args[:1]:
+                values = [argument]
+                if isinstance(argument, cst.Name):
+                    if id(scope) not in assigned:
+                        assigned[id(scope)] = local_assignments(scope)
+                    values += [v for v in assigned[id(scope)].get(argument.value, ()) if v is not None]
+                found.update(id(node) for value in values for node in nodes_of(value, (cst.Call,)))
+    ctx.memo["seed draws"] = found
+    return found
 
 
 @dataclass(frozen=True)

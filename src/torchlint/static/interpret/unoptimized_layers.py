@@ -56,7 +56,7 @@ def unoptimized_layers(ctx: FileContext) -> list[UnoptimizedLayer]:
     models: dict[str, object] = {}
     takers: dict[str, tuple] = {}  # model code -> (the first optimizer that takes its sub-modules, that part)
     for call in optimizers:
-        sources = _sources(ctx, call.node.args[0].value, _DEPTH) if call.node.args else None
+        sources = parameter_sources(ctx, call.node.args[0].value, _DEPTH) if call.node.args else None
         if not sources:
             return []  # a parameter list read from something else: unknown
         for node in sources:
@@ -92,21 +92,21 @@ def unoptimized_layers(ctx: FileContext) -> list[UnoptimizedLayer]:
     return found
 
 
-def _sources(ctx: FileContext, node, depth: int) -> list | None:
+def parameter_sources(ctx: FileContext, node, depth: int) -> list | None:
     """The `X` of every `X.parameters()` a parameter argument is made of; None when it is something else."""
     if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value == "parameters" \
             and not node.args:
         return [node.func.value]
     if isinstance(node, (cst.ListComp, cst.GeneratorExp)) and node.for_in.inner_for_in is None:
-        return _sources(ctx, node.for_in.iter, depth)
+        return parameter_sources(ctx, node.for_in.iter, depth)
     if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in ("filter", "list") \
             and node.args:
-        return _sources(ctx, node.args[-1].value, depth)
+        return parameter_sources(ctx, node.args[-1].value, depth)
     if isinstance(node, (cst.List, cst.Tuple)) and node.elements:
         found: list = []
         for element in node.elements:
             inner = _group_params(element.value)
-            part = _sources(ctx, inner, depth) if inner is not None else None
+            part = parameter_sources(ctx, inner, depth) if inner is not None else None
             if part is None:
                 return None
             found.extend(part)
@@ -116,7 +116,7 @@ def _sources(ctx: FileContext, node, depth: int) -> list | None:
         if not isinstance(made, cst.BaseExpression) or made is node:
             made = _only_assignment(ctx, node.value)
         if made is not None:
-            return _sources(ctx, made, depth - 1)
+            return parameter_sources(ctx, made, depth - 1)
     return None
 
 

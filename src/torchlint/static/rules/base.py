@@ -102,7 +102,7 @@ def read_out(ctx: FileContext) -> set[int]:
 def read_out_as_numbers(ctx: FileContext, node) -> bool:
     """A metric or a log: `dist.item()` itself, or a name every use of which reads it out as numbers
     or compares it (`epe = d.sqrt()`, then `epe.mean().item()`; see interpret.read_out)."""
-    return id(node) in read_out(ctx) or only_read_out(ctx.module, node)
+    return id(node) in read_out(ctx) or only_read_out(ctx.module, node, ctx.memo)
 
 
 def whole_mean(ctx: FileContext, node) -> bool:

@@ -80,7 +80,7 @@ class HandWrittenNorm(Rule):
         if whole_mean(ctx, operand):
             return  # a root-mean-square error: 0 only where every prediction of the batch is exact
         if value.tracked:  # the points carry autograd history (unless the distance is a metric read out)
-            if not only_read_out(ctx.module, node):
+            if not only_read_out(ctx.module, node, ctx.memo):
                 self._report(ctx, node)
         elif torch and not scope.no_grad:
             # Nothing says where the points come from: a torch op outside no_grad (`** 0.5` of unknown

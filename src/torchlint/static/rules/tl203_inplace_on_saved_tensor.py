@@ -8,6 +8,7 @@ import libcst as cst
 
 from torchlint.rule import RuleInfo
 from torchlint.static.facts.ops import MODULE_OPS
+from torchlint.static.interpret.later_backward import later_backward_reaches
 from torchlint.static.interpret.context import CallInfo, FileContext
 from torchlint.static.interpret.frames import positional_names
 from torchlint.static.interpret.input_writes import assigned_names, input_writes
@@ -151,7 +152,7 @@ class InplaceOnSavedTensor(Rule):
         if producer is None or (producer.op not in SAVES_OUTPUT and not last_layer) or value.kind is not None or \
                 ctx.is_claimed(node):
             return  # only the op's own output (or a view of it), not a copy such as gather()
-        if not _recorded(ctx, node, value):
+        if not _recorded(ctx, node, value) or not later_backward_reaches(ctx, node, target):
             return
         ctx.report(
             self.info, node,

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import libcst as cst
+
 from torchlint.rule import RuleInfo
 from torchlint.static.interpret.construction_draws import RANDOM_INIT, draws_when_built
 from torchlint.static.interpret.context import CallInfo, FileContext
+from torchlint.static.interpret.model_modes import SAME_MODULE
 from torchlint.static.interpret.scopes import Body
 from torchlint.static.interpret.seeding import SEEDS_EVERYTHING
 from torchlint.static.rules.base import Rule
+from torchlint.static.traverse import nodes_of, simple_statements, target_names
 
 TORCH_SEEDS = frozenset({"torch.manual_seed", "torch.random.manual_seed"})
 LOADS = frozenset({"load_state_dict", "load_checkpoint", "from_pretrained"})
@@ -29,12 +33,11 @@ class SeedAfterInit(Rule):
             for entry in body.entries:
                 if not isinstance(entry, CallInfo):
                     continue
-                if entry.name in LOADS:
+                if entry.name in LOADS or _writes_weights(entry):
                     break  # weights restored from a checkpoint: their first draw does not matter
-                if built is None and _builds_model(ctx, entry):
-                    built = entry
-                elif _seeds_torch(ctx, entry):
-                    if built is not None and not _loads_later(body, entry):
+                if _seeds_torch(ctx, entry):  # (a builder that seeds before it builds: a seeded model)
+                    if built is not None and not _loads_later(body, entry) and \
+                            _used_after(body.node, built.node, entry.node):
                         ctx.report(
                             self.info, entry.node,
                             f"`{ctx.code(entry.node, 40)}` seeds torch after `{ctx.code(built.node, 40)}` has "
@@ -43,12 +46,17 @@ class SeedAfterInit(Rule):
                             related=((built.node, "the model is built here, before the seed"),),
                         )
                     break
+                if built is None and _builds_model(ctx, entry):
+                    built = entry
 
 
 def _builds_model(ctx: FileContext, call: CallInfo) -> bool:
     """A call whose result is a module with randomly initialised layers: a `torch.nn` layer that draws
     its weights, or an instance of one of the project's module classes (directly or through a
-    function that returns one) whose construction may draw. Pretrained models are left out."""
+    function that returns one) whose construction may draw. Pretrained models are left out, and so
+    are `model.to(...)`, `model.eval()` and the like: they return the module they are called on."""
+    if call.form == "method" and call.name in SAME_MODULE:
+        return False
     value = ctx.value(call.node)
     if value.kind == "module":
         qual = value.qual or ""
@@ -65,6 +73,39 @@ def _seeds_torch(ctx: FileContext, call: CallInfo) -> bool:
         return any(isinstance(e, CallInfo) and (e.name in SEEDS_EVERYTHING or e.qual in TORCH_SEEDS)
                    for e in body.walk(expand=False))
     return False
+
+
+def _writes_weights(call: CallInfo) -> bool:
+    """A project function that restores weights: its body loads a state dict, a checkpoint or
+    pretrained weights, or assigns a layer's `.weight` / `.bias` (`load_weights_into_gpt(gpt, params)`)."""
+    body = getattr(call.callee, "body", None)
+    if call.form != "local" or not isinstance(body, Body) or not isinstance(body.node, cst.FunctionDef):
+        return False
+    if any(isinstance(e, CallInfo) and e.name in LOADS for e in body.walk(expand=False)):
+        return True
+    return any(isinstance(t.target, cst.Attribute) and t.target.attr.value in ("weight", "bias")
+               for assign in nodes_of(body.node.body, (cst.Assign,)) for t in assign.targets)
+
+
+def _used_after(scope, built: cst.Call, seed: cst.Call) -> bool:
+    """The model built before the seed is used after it: it is bound to a name the code reads after
+    the seed (a throwaway built to print its size, then a new model built after the seed, is not),
+    or it is not bound to a name at all."""
+    statements = simple_statements(list(scope.body.body) if isinstance(scope, cst.FunctionDef) and
+                                   isinstance(scope.body, cst.IndentedBlock) else list(getattr(scope, "body", ())))
+    names: set[str] = set()
+    after = None
+    for index, small in enumerate(statements):
+        holds = {id(node) for node in nodes_of(small, (cst.Call,))}
+        if id(built) in holds and isinstance(small, cst.Assign):
+            names = {name.value for target in small.targets for name in target_names(target.target)}
+        if id(seed) in holds:
+            after = index
+            break
+    if not names or after is None:
+        return True
+    return any(isinstance(node, cst.Name) and node.value in names
+               for small in statements[after + 1:] for node in nodes_of(small, (cst.Name,)))
 
 
 def _loads_later(body: Body, seed: CallInfo) -> bool:
