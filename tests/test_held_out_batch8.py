@@ -5,10 +5,13 @@ line)."""
 
 from __future__ import annotations
 
+import json
 import textwrap
 
 import pytest
 from conftest import codes_lines
+
+from torchlint.api import check_source
 
 # sd-scripts' Lumina inference: `ae.to(dtype)` casts a module it was handed (loaded from a
 # checkpoint); it builds nothing, so seeding after it does not change any initial weight.
@@ -197,3 +200,28 @@ PAIRS.update({
 def test_held_out_pair(name):
     source, expected = PAIRS[name]
     assert codes_lines(textwrap.dedent(source)) == expected
+
+
+def _notebook(cells: list[str]) -> str:
+    return json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
+        {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": cell}
+        for cell in cells]})
+
+
+# LLMs-from-scratch's chapter 4 notebook shows layer normalisation on a ReLU output without an eps,
+# then builds the real LayerNorm with one; the notebook never differentiates anything.
+LAYER_NORM_DEMO = [
+    "import torch\nimport torch.nn as nn\nlayer = nn.Sequential(nn.Linear(5, 6), nn.ReLU())\n"
+    "out = layer(torch.randn(2, 5))\n",
+    "mean = out.mean(dim=-1, keepdim=True)\nvar = out.var(dim=-1, keepdim=True)\n"
+    "normed = (out - mean) / torch.sqrt(var)\nprint(normed)\n",
+]
+
+
+@pytest.mark.parametrize(("extra", "expected"), [
+    ([], []),
+    (["normed.sum().backward()\n"], [("TL105", 2, 3)]),
+])
+def test_a_gradient_hazard_in_a_notebook_that_never_differentiates(extra, expected):
+    found = check_source(_notebook(LAYER_NORM_DEMO + extra), "chapter.ipynb")
+    assert [(f.code, f.cell, f.line) for f in found] == expected

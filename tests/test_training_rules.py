@@ -621,6 +621,56 @@ CASES = {
         torch.use_deterministic_algorithms(True)
         torch.use_deterministic_algorithms(True, warn_only=True)
         """, set()),
+    # TL210
+    "a trainer's generator backward through the discriminator's forward from before its step": ("""
+        import torch
+        import torch.nn as nn
+        class Trainer:
+            def __init__(self):
+                self.netG = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 4))
+                self.netD = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
+                self.opt_g = torch.optim.Adam(self.netG.parameters())
+                self.opt_d = torch.optim.Adam([{"params": self.netD.parameters(), "lr": 1e-4}])
+            def step(self, real, z):
+                fake = self.netG(z)
+                d_fake = self.netD(fake)
+                d_loss = d_fake.mean() - self.netD(real).mean()
+                self.opt_d.zero_grad()
+                d_loss.backward(retain_graph=True)
+                self.opt_d.step()
+                g_loss = -d_fake.mean()
+                self.opt_g.zero_grad()
+                g_loss.backward()
+                self.opt_g.step()
+        """, {("TL210", 19)}),
+    "clean: both steps after both backwards; a step of another model; a forward again after the step": ("""
+        import torch
+        import torch.nn as nn
+        G = nn.Linear(4, 4)
+        D = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
+        opt_g = torch.optim.Adam(G.parameters())
+        opt_d = torch.optim.Adam(D.parameters())
+        for step in range(10):
+            fake = G(torch.randn(2, 4))
+            d_fake = D(fake)
+            d_loss = d_fake.mean()
+            g_loss = -d_fake.mean()
+            opt_d.zero_grad()
+            opt_g.zero_grad()
+            d_loss.backward(retain_graph=True)
+            g_loss.backward()
+            opt_d.step()
+            opt_g.step()
+            fake = G(torch.randn(2, 4))
+            g_loss = -D(fake).mean()
+            opt_g.zero_grad()
+            g_loss.backward()
+            opt_g.step()
+            d_loss = D(fake.detach()).mean()
+            opt_d.zero_grad()
+            d_loss.backward()
+            opt_d.step()
+        """, set()),
     # TL209
     "REINFORCE with a learned baseline: the advantage keeps the critic's gradient": ("""
         import torch
