@@ -60,6 +60,10 @@ PAIRS.update({
         SEED_PICKED.format(draw="0", use="torch.manual_seed(random.randint(0, 99)).initial_seed()"), set()),
     "a draw from random that the results use": (
         SEED_PICKED.format(draw="0", use="random.random()"), {("TL501", 6)}),
+    # p-christ's experience workers: a seed drawn afresh in each (so that they differ) seeds nothing
+    "clean: torch seeded with a fresh draw, other draws from random": (
+        SEED_PICKED.format(draw="random.randint(0, 2**32 - 1)", use="random.random()").replace(
+            "seed if seed is not None else ", ""), set()),
 })
 
 

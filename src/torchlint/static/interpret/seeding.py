@@ -93,6 +93,20 @@ def seed_draws(ctx: FileContext) -> set[int]:
     return found
 
 
+def drawn_seed(ctx: FileContext, call: CallInfo) -> bool:
+    """`torch.manual_seed(randint(0, sys.maxsize))`, or a name only ever assigned such a draw: a seed
+    that differs in every run (each worker its own stream), which makes no run reproducible."""
+    if not call.args:
+        return False
+    argument = call.args[0]
+    values = [argument]
+    if isinstance(argument, cst.Name):
+        holders = {id(entry): body.node for body in ctx.functions for entry in body.walk(expand=False)}
+        values = local_assignments(holders.get(id(call), ctx.module)).get(argument.value) or [argument]
+    draws = seed_draws(ctx)
+    return all(isinstance(value, cst.Call) and id(value) in draws for value in values)
+
+
 @dataclass(frozen=True)
 class SeedingUse:
     """A module's seeding: the generators it seeds, whether it calls a seed-everything helper, and

@@ -23,9 +23,9 @@ import libcst as cst
 from torchlint.static.facts.ops import DETACHING_METHODS
 from torchlint.static.interpret.context import FileContext
 from torchlint.static.interpret.frames import dotted_code
-from torchlint.static.interpret.unfreezing import is_optimizer_construction
+from torchlint.static.interpret.unfreezing import OPTIMIZER_PREFIXES, is_optimizer_construction
 from torchlint.static.interpret.unoptimized_layers import parameter_sources
-from torchlint.static.traverse import nodes_of
+from torchlint.static.traverse import nodes_of, simple_statements
 
 _MODULE_KINDS = frozenset({"module", "instance", "either"})
 _DEPTH = 8  # assignments followed back from a loss
@@ -42,17 +42,33 @@ def stale_backwards(ctx: FileContext) -> list[StaleBackward]:
     source = ctx.source
     if "backward" not in source or ".step(" not in source or ".parameters()" not in source:
         return []
+    if not any(call.name == "backward" for call in ctx.calls.values()):
+        return []
     optimizers = _optimizers(ctx)
     if not optimizers:
         return []
-    blocks = [loop.node.body for loop in ctx.loops if isinstance(loop.node, (cst.For, cst.While))]
-    blocks += [body.node.body for body in ctx.functions if isinstance(body.node, cst.FunctionDef)]
+    # only the blocks that run a backward after a step: most functions of a file run neither
+    bodies = [body for body in (*ctx.loops, *ctx.functions, ctx.module_body) if body is not None and _steps_then_backward(body)]
+    blocks = [body.node.body if isinstance(body.node, (cst.For, cst.While, cst.FunctionDef)) else body.node
+              for body in bodies]
     found: dict[int, StaleBackward] = {}
-    for block in [*blocks, ctx.module]:
+    for block in blocks:
         statements = block.body if isinstance(block, (cst.IndentedBlock, cst.Module)) else ()
         for stale in _in_block(ctx, _straight_line(statements), optimizers):
             found.setdefault(id(stale.backward), stale)
     return list(found.values())
+
+
+def _steps_then_backward(body) -> bool:
+    """The body's own log has a `step()` and, after it, a `backward()` (nested loops included)."""
+    stepped = False
+    for entry in body.walk(expand=False):
+        name = getattr(entry, "name", None)
+        if name == "step":
+            stepped = True
+        elif name == "backward" and stepped:
+            return True
+    return False
 
 
 def _straight_line(statements) -> list:
@@ -69,13 +85,22 @@ def _straight_line(statements) -> list:
 def _optimizers(ctx: FileContext) -> dict[str, set[str]]:
     """The code an optimizer is bound to (`opt_D`, `self.optimizer_d`) -> the modules it was given."""
     found: dict[str, set[str]] = {}
-    for call in ctx.calls.values():
-        if not is_optimizer_construction(call.node, ctx.qualify):
-            continue
+    constructions = [call for call in ctx.calls.values() if call.form == "function" and
+                     (call.qual or "").startswith(OPTIMIZER_PREFIXES) and is_optimizer_construction(call.node, ctx.qualify)]
+    if not constructions:
+        return found
+    holders = {id(entry): body for body in (*ctx.functions, ctx.module_body) if body is not None
+               for entry in body.entries}
+    bound: dict[int, dict[int, list[str]]] = {}
+    for call in constructions:
         modules = _modules_given(ctx, call.node)
-        if modules is None:
+        holder = holders.get(id(call))
+        if modules is None or holder is None:
             continue
-        for target in _bound_to(ctx, call.node):
+        if id(holder) not in bound:
+            bound[id(holder)] = _call_assignments(holder.node.body if isinstance(holder.node, cst.FunctionDef)
+                                                  else holder.node)
+        for target in bound[id(holder)].get(id(call.node), ()):
             found.setdefault(target, set()).update(modules)
     return found
 
@@ -90,14 +115,14 @@ def _modules_given(ctx: FileContext, construction: cst.Call) -> set[str] | None:
     return None if None in codes else codes
 
 
-def _bound_to(ctx: FileContext, construction: cst.Call) -> list[str]:
-    memo = ctx.memo.get("stale_graphs.bound")
-    if memo is None:
-        memo = ctx.memo["stale_graphs.bound"] = {}
-        for assign in nodes_of(ctx.module, (cst.Assign,)):
-            if isinstance(assign.value, cst.Call):
-                memo[id(assign.value)] = [c for t in assign.targets if (c := dotted_code(t.target)) is not None]
-    return memo.get(id(construction), [])
+def _call_assignments(block) -> dict[int, list[str]]:
+    """id of each call assigned in the block's statements (not nested definitions) -> the codes bound."""
+    found = {}
+    statements = block.body if isinstance(block, (cst.IndentedBlock, cst.Module)) else ()
+    for assign in simple_statements(list(statements)):
+        if isinstance(assign, cst.Assign) and isinstance(assign.value, cst.Call):
+            found[id(assign.value)] = [c for t in assign.targets if (c := dotted_code(t.target)) is not None]
+    return found
 
 
 def _in_block(ctx: FileContext, statements: list, optimizers: dict[str, set[str]]) -> list[StaleBackward]:

@@ -15,6 +15,7 @@ from torchlint.static.interpret.seeding import (
     SEED_CALLS,
     SEEDERS,
     SEEDS_EVERYTHING,
+    drawn_seed,
     rng_used,
 )
 from torchlint.static.project_env import imported_within
@@ -37,7 +38,8 @@ class PartialSeeding(Rule):
         calls = list(ctx.calls.values())
         if any(c.name in SEEDS_EVERYTHING for c in calls):
             return
-        seeds = [c for c in calls if c.form == "function" and c.qual in SEEDERS and not _never_runs(ctx, c)]
+        seeds = [c for c in calls if c.form == "function" and c.qual in SEEDERS and not _never_runs(ctx, c)
+                 and not drawn_seed(ctx, c)]
         if not seeds:
             return
         seeded = {SEEDERS[c.qual] for c in seeds}
