@@ -505,7 +505,7 @@ CASES = {
                 optimizer.zero_grad()
                 ((model(x) - y) ** 2).mean().backward()
                 optimizer.step()
-        """, set()),
+        """, set(), ["TL302"]),
     "auto mode: a GRU defined in a class, loop in a method": ("""
         import torch
         import torch.nn as nn
@@ -522,7 +522,7 @@ CASES = {
                     self.opt.zero_grad()
                     self.model(x).sum().backward()
                     self.opt.step()
-        """, {("TL302", 13)}),
+        """, {("TL302", 13)}, ["TL302"]),
     # TL305
     # four flags (the scaler's, tested in the loop and in the updater, is one): more than the three
     # judged one by one before
@@ -1924,7 +1924,7 @@ CASES = {
                     loss.backward()
                     return loss
                 opt.step(closure)
-        """, {("TL302", 11)}),
+        """, {("TL302", 11)}, ["TL302"]),
     "clipping evidence: SGD, 10x Adam's default lr, a summed loss module; none for Adam on a mean": ("""
         import torch
         import torch.nn as nn
@@ -1935,7 +1935,7 @@ CASES = {
                 opt.zero_grad()
                 nn.functional.mse_loss(rnn(x)[0], y).backward()
                 opt.step()
-        """, {("TL302", 7)}),
+        """, {("TL302", 7)}, ["TL302"]),
     "adam at 10x its default lr with an LSTM": ("""
         import torch
         import torch.nn as nn
@@ -1945,7 +1945,7 @@ CASES = {
             opt.zero_grad()
             nn.functional.mse_loss(rnn(x)[0], y).backward()
             opt.step()
-        """, {("TL302", 6)}),
+        """, {("TL302", 6)}, ["TL302"]),
     "a summed CTC-free loss module": ("""
         import torch
         import torch.nn as nn
@@ -1956,7 +1956,7 @@ CASES = {
             opt.zero_grad()
             crit(rnn(x)[0], y).backward()
             opt.step()
-        """, {("TL302", 7)}),
+        """, {("TL302", 7)}, ["TL302"]),
     "clean: a short recurrence under Adam at its default lr on a mean loss": ("""
         import torch
         import torch.nn as nn
@@ -1966,7 +1966,7 @@ CASES = {
             opt.zero_grad()
             nn.functional.mse_loss(rnn(x)[0], y).backward()
             opt.step()
-        """, set()),
+        """, set(), ["TL302"]),
     # TL206
     "a regulariser built from .data and a Dice term computed in NumPy: no gradient": ("""
         import torch
@@ -2809,10 +2809,10 @@ def test_training_rule_case(name):
 def test_missing_grad_clip_always_mode(tmp_path):
     from torchlint.config import settings_from_table
 
-    settings = settings_from_table({"TL302": {"mode": "always"}})
+    settings = settings_from_table({"extend-select": ["TL302"], "TL302": {"mode": "always"}})
     source, *_ = CASES["always mode without recurrent layers"]
     assert codes_lines(source, settings=settings) == {("TL302", 4)}
-    assert codes_lines(source, settings=settings_from_table({"TL302": {"mode": "off"}})) == set()
+    assert codes_lines(source, settings=settings_from_table({"extend-select": ["TL302"], "TL302": {"mode": "off"}})) == set()
 
 
 def test_autograd_function_bodies_run_without_grad():

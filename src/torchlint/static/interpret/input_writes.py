@@ -38,18 +38,23 @@ def assigned_names(function: cst.FunctionDef) -> set[str]:
     """Every name the function binds (assignment, loop or `with` target, augmented assignment)."""
     found: set[str] = set()
     for statement in _statements(function.body):
-        targets = []
-        if isinstance(statement, cst.Assign):
-            targets = [t.target for t in statement.targets]
-        elif isinstance(statement, (cst.AugAssign, cst.AnnAssign)):
-            targets = [statement.target]
-        elif isinstance(statement, cst.For):
-            targets = [statement.target]
-        elif isinstance(statement, cst.With):
-            targets = [item.asname.name for item in statement.items if item.asname is not None]
-        for target in targets:
-            found.update(_names_in(target))
+        found.update(bound_names(statement))
     return found
+
+
+def bound_names(statement) -> list[str]:
+    """The names one statement binds (an assignment's, an augmented or annotated assignment's, a
+    loop's or a `with` statement's targets); nothing for other statements."""
+    targets = []
+    if isinstance(statement, cst.Assign):
+        targets = [t.target for t in statement.targets]
+    elif isinstance(statement, (cst.AugAssign, cst.AnnAssign)):
+        targets = [statement.target]
+    elif isinstance(statement, cst.For):
+        targets = [statement.target]
+    elif isinstance(statement, cst.With):
+        targets = [item.asname.name for item in statement.items if item.asname is not None]
+    return [name for target in targets for name in _names_in(target)]
 
 
 def _scan(statement, aliases: dict[str, int], writes: dict[int, list[cst.CSTNode]]) -> None:

@@ -78,7 +78,7 @@ def seed_draws(ctx: FileContext) -> set[int]:
         (call.form == "function" and call.qual in _SEEDED_BY_ARGUMENT) or
         (call.form == "method" and call.name == "manual_seed"))]
     if seeding:
-        holders = {id(entry): body.node for body in ctx.functions for entry in body.walk(expand=False)}
+        holders = _holders(ctx)
         assigned: dict[int, dict] = {}
         for call in seeding:
             scope = holders.get(id(call), ctx.module)
@@ -93,6 +93,15 @@ def seed_draws(ctx: FileContext) -> set[int]:
     return found
 
 
+def _holders(ctx: FileContext) -> dict:
+    """id of each logged call -> the function it is in (innermost)."""
+    found = ctx.memo.get("seeding.holders")
+    if found is None:
+        found = ctx.memo["seeding.holders"] = {id(entry): body.node for body in ctx.functions
+                                               for entry in body.walk(expand=False)}
+    return found
+
+
 def drawn_seed(ctx: FileContext, call: CallInfo) -> bool:
     """`torch.manual_seed(randint(0, sys.maxsize))`, or a name only ever assigned such a draw: a seed
     that differs in every run (each worker its own stream), which makes no run reproducible."""
@@ -101,8 +110,7 @@ def drawn_seed(ctx: FileContext, call: CallInfo) -> bool:
     argument = call.args[0]
     values = [argument]
     if isinstance(argument, cst.Name):
-        holders = {id(entry): body.node for body in ctx.functions for entry in body.walk(expand=False)}
-        values = local_assignments(holders.get(id(call), ctx.module)).get(argument.value) or [argument]
+        values = local_assignments(_holders(ctx).get(id(call), ctx.module)).get(argument.value) or [argument]
     draws = seed_draws(ctx)
     return all(isinstance(value, cst.Call) and id(value) in draws for value in values)
 

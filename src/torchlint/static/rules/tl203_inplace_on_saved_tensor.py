@@ -10,9 +10,9 @@ from torchlint.rule import RuleInfo
 from torchlint.static.facts.ops import MODULE_OPS
 from torchlint.static.interpret.later_backward import later_backward_reaches
 from torchlint.static.interpret.context import CallInfo, FileContext
-from torchlint.static.interpret.frames import positional_names
-from torchlint.static.interpret.input_writes import assigned_names, input_writes
+from torchlint.static.interpret.input_writes import bound_names, input_writes
 from torchlint.static.rules.base import Rule
+from torchlint.static.traverse import nodes_of, simple_statements
 from torchlint.static.rules.tl202_inplace_on_leaf import is_inplace_method
 
 # Ops whose backward reads their own output.
@@ -214,31 +214,31 @@ def _isinstance_names(node, target: str) -> list[str]:
 def _caller_tensors_written(info: RuleInfo, ctx: FileContext) -> None:
     """`down = self.dense(x); top = self.shuffle(x)` where `Shuffle.forward` does `out = x;
     out[:, :h] = ...`: the layer that took `x` first saved it for backward, and the second module
-    overwrites it. Reported at the writes (or at the call, when the module is in another file)."""
+    overwrites it. Read in statement order: a name bound again holds another tensor from then on
+    (`quant = self.post_quant(quant)`, then two decoders that each add to `quant` in place). Reported
+    at the writes (or at the call, when the module is in another file)."""
     done: set[int] = ctx.memo.setdefault("tl203.caller_writes", set())
     for body in ctx.functions:
         node = body.node
-        if not isinstance(node, cst.FunctionDef) or body.scope.no_grad:
+        if not isinstance(node, cst.FunctionDef) or body.scope.no_grad or not isinstance(node.body, cst.IndentedBlock):
             continue
-        params = set(positional_names(node.params))
-        used: dict[str, CallInfo] = {}  # parameter -> the first layer call that took it
-        rebound = None
-        for entry in body.walk(expand=False):
-            if not isinstance(entry, CallInfo) or entry.scope.no_grad:
-                continue
-            for index, writes, origin, owner in _writing_forwards(ctx, entry):
-                argument = entry.args[index] if index < len(entry.args) else None
-                name = argument.value if isinstance(argument, cst.Name) else None
-                if name not in used or used[name] is entry:
+        used: dict[str, CallInfo] = {}  # name -> the first layer call that took the tensor it holds
+        for small in simple_statements(list(node.body.body)):
+            for call in nodes_of(small, (cst.Call,)):
+                entry = ctx.call(call)
+                if entry is None or entry.scope.no_grad:
                     continue
-                rebound = assigned_names(node) if rebound is None else rebound
-                if name in rebound:
-                    continue
-                _report_write(info, ctx, entry, used[name], name, writes, origin, owner, done)
-            if _keeps_input(entry):
-                for argument in entry.args:
-                    if isinstance(argument, cst.Name) and argument.value in params:
-                        used.setdefault(argument.value, entry)
+                for index, writes, origin, owner in _writing_forwards(ctx, entry):
+                    argument = entry.args[index] if index < len(entry.args) else None
+                    name = argument.value if isinstance(argument, cst.Name) else None
+                    if name in used and used[name] is not entry:
+                        _report_write(info, ctx, entry, used[name], name, writes, origin, owner, done)
+                if _keeps_input(entry):
+                    for argument in entry.args:
+                        if isinstance(argument, cst.Name):
+                            used.setdefault(argument.value, entry)
+            for name in bound_names(small):
+                used.pop(name, None)
 
 
 def _keeps_input(call: CallInfo) -> bool:

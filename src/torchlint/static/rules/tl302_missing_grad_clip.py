@@ -29,7 +29,7 @@ class MissingGradClip(Rule):
     info = RuleInfo(
         "TL302", "missing-grad-clip", "warning",
         "A training loop with no clip_grad_norm_/clip_grad_value_ between backward and step.",
-        tags=("training-loop", "nan"),
+        tags=("training-loop", "nan"), precision="low", default_enabled=False,
         options={"mode": "auto", "mode:choices": ("auto", "always", "off")},
     )
 
