@@ -60,6 +60,15 @@ PAIRS.update({
         SEED_PICKED.format(draw="0", use="torch.manual_seed(random.randint(0, 99)).initial_seed()"), set()),
     "a draw from random that the results use": (
         SEED_PICKED.format(draw="0", use="random.random()"), {("TL501", 6)}),
+    # Rainbow: torch's seed drawn from NumPy, which the file seeded first, is the same in every run
+    "torch seeded with a draw from seeded NumPy, and random left unseeded": ("""
+        import random
+        import numpy as np
+        import torch
+        np.random.seed(123)
+        torch.manual_seed(np.random.randint(1, 10000))
+        noise = torch.randn(4) * random.random()
+        """, {("TL501", 5)}),
     # p-christ's experience workers: a seed drawn afresh in each (so that they differ) seeds nothing
     "clean: torch seeded with a fresh draw, other draws from random": (
         SEED_PICKED.format(draw="random.randint(0, 2**32 - 1)", use="random.random()").replace(

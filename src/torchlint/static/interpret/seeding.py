@@ -112,7 +112,23 @@ def drawn_seed(ctx: FileContext, call: CallInfo) -> bool:
     if isinstance(argument, cst.Name):
         values = local_assignments(_holders(ctx).get(id(call), ctx.module)).get(argument.value) or [argument]
     draws = seed_draws(ctx)
-    return all(isinstance(value, cst.Call) and id(value) in draws for value in values)
+    seeded = {SEEDERS[c.qual] for c in ctx.calls.values() if c.form == "function" and c.qual in SEEDERS and c is not call}
+    # `np.random.seed(args.seed)` then `torch.manual_seed(np.random.randint(1, 10000))` (Rainbow): the
+    # draw comes from a seeded generator, so the seed it picks is the same in every run
+    return all(isinstance(value, cst.Call) and id(value) in draws and _generator_of(ctx, value) not in seeded
+               for value in values)
+
+
+def _generator_of(ctx: FileContext, draw: cst.Call) -> str | None:
+    info = ctx.call(draw)
+    qual = (info.qual or "") if info is not None else ""
+    if qual.startswith("numpy.random."):
+        return "numpy"
+    if qual.startswith("random."):
+        return "random"
+    if qual.startswith("torch."):
+        return "torch"
+    return None
 
 
 @dataclass(frozen=True)

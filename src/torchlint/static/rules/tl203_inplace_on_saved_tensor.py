@@ -218,7 +218,13 @@ def _caller_tensors_written(info: RuleInfo, ctx: FileContext) -> None:
     (`quant = self.post_quant(quant)`, then two decoders that each add to `quant` in place). Reported
     at the writes (or at the call, when the module is in another file)."""
     done: set[int] = ctx.memo.setdefault("tl203.caller_writes", set())
+    writers = {id(call) for call in ctx.calls.values() if call.callee.kind == "instance" and
+               next(_writing_forwards(ctx, call), None) is not None}
+    if not writers:
+        return  # no call of a module that writes into its input: most files
     for body in ctx.functions:
+        if not any(id(entry) in writers for entry in body.walk(expand=False)):
+            continue
         node = body.node
         if not isinstance(node, cst.FunctionDef) or body.scope.no_grad or not isinstance(node.body, cst.IndentedBlock):
             continue
