@@ -139,6 +139,18 @@ class FileContext:
             return best[0] + qualified[len(best[1]):]
         return None
 
+    def holders(self) -> dict[int, Body]:
+        """id of each logged call -> the body of the innermost function whose code holds it (the
+        module's body for top-level code); loops are part of their function."""
+        found = self.memo.get("holders")
+        if found is None:
+            found = {}
+            for body in [*([self.module_body] if self.module_body is not None else []), *self.functions]:
+                for entry in body.walk(expand=False):
+                    found[id(entry)] = body  # functions come after the module, inner after outer
+            self.memo["holders"] = found
+        return found
+
     # -- values --------------------------------------------------------------
     def value(self, node: cst.CSTNode | None) -> Value:
         if node is None:

@@ -78,10 +78,9 @@ def seed_draws(ctx: FileContext) -> set[int]:
         (call.form == "function" and call.qual in _SEEDED_BY_ARGUMENT) or
         (call.form == "method" and call.name == "manual_seed"))]
     if seeding:
-        holders = _holders(ctx)
         assigned: dict[int, dict] = {}
         for call in seeding:
-            scope = holders.get(id(call), ctx.module)
+            scope = _scope_of(ctx, call)
             for argument in call.args[:1]:
                 values = [argument]
                 if isinstance(argument, cst.Name):
@@ -93,13 +92,10 @@ def seed_draws(ctx: FileContext) -> set[int]:
     return found
 
 
-def _holders(ctx: FileContext) -> dict:
-    """id of each logged call -> the function it is in (innermost)."""
-    found = ctx.memo.get("seeding.holders")
-    if found is None:
-        found = ctx.memo["seeding.holders"] = {id(entry): body.node for body in ctx.functions
-                                               for entry in body.walk(expand=False)}
-    return found
+def _scope_of(ctx: FileContext, call: CallInfo):
+    """The function (or module) whose code holds the call."""
+    holder = ctx.holders().get(id(call))
+    return holder.node if holder is not None else ctx.module
 
 
 def drawn_seed(ctx: FileContext, call: CallInfo) -> bool:
@@ -110,7 +106,7 @@ def drawn_seed(ctx: FileContext, call: CallInfo) -> bool:
     argument = call.args[0]
     values = [argument]
     if isinstance(argument, cst.Name):
-        values = local_assignments(_holders(ctx).get(id(call), ctx.module)).get(argument.value) or [argument]
+        values = local_assignments(_scope_of(ctx, call)).get(argument.value) or [argument]
     draws = seed_draws(ctx)
     seeded = {SEEDERS[c.qual] for c in ctx.calls.values() if c.form == "function" and c.qual in SEEDERS and c is not call}
     # `np.random.seed(args.seed)` then `torch.manual_seed(np.random.randint(1, 10000))` (Rainbow): the

@@ -89,8 +89,7 @@ def _optimizers(ctx: FileContext) -> dict[str, set[str]]:
                      (call.qual or "").startswith(OPTIMIZER_PREFIXES) and is_optimizer_construction(call.node, ctx.qualify)]
     if not constructions:
         return found
-    holders = {id(entry): body for body in (*ctx.functions, ctx.module_body) if body is not None
-               for entry in body.entries}
+    holders = ctx.holders()
     bound: dict[int, dict[int, list[str]]] = {}
     for call in constructions:
         modules = _modules_given(ctx, call.node)
