@@ -77,25 +77,31 @@ def seed_draws(ctx: FileContext) -> set[int]:
     seeding = [call for call in ctx.calls.values() if call.args and (
         (call.form == "function" and call.qual in _SEEDED_BY_ARGUMENT) or
         (call.form == "method" and call.name == "manual_seed"))]
-    if seeding:
-        assigned: dict[int, dict] = {}
-        for call in seeding:
-            scope = _scope_of(ctx, call)
-            for argument in call.args[:1]:
-                values = [argument]
-                if isinstance(argument, cst.Name):
-                    if id(scope) not in assigned:
-                        assigned[id(scope)] = local_assignments(scope)
-                    values += [v for v in assigned[id(scope)].get(argument.value, ()) if v is not None]
-                found.update(id(node) for value in values for node in nodes_of(value, (cst.Call,)))
+    for call in seeding:
+        values = [call.args[0], *(value for value in _assigned_to(ctx, call) if value is not None)]
+        found.update(id(node) for value in values for node in nodes_of(value, (cst.Call,)))
     ctx.memo["seed draws"] = found
     return found
 
 
-def _scope_of(ctx: FileContext, call: CallInfo):
-    """The function (or module) whose code holds the call."""
+def _drawn_from(ctx: FileContext, draw: cst.Call) -> str | None:
+    """The global generator a draw uses, as `rng_used` reads it (not leaving out the seed's own draws)."""
+    info = ctx.call(draw)
+    return rng_used(info) if info is not None else None
+
+
+def _assigned_to(ctx: FileContext, call: CallInfo) -> list:
+    """What the function (or module) holding the call assigns to its first argument, when that is a
+    name (`seed = ...` before `torch.manual_seed(seed)`); None for an assignment it cannot read."""
+    argument = call.args[0]
+    if not isinstance(argument, cst.Name):
+        return []
     holder = ctx.holders().get(id(call))
-    return holder.node if holder is not None else ctx.module
+    scope = holder.node if holder is not None else ctx.module
+    memo = ctx.memo.setdefault("seeding.assignments", {})
+    if id(scope) not in memo:
+        memo[id(scope)] = local_assignments(scope)
+    return list(memo[id(scope)].get(argument.value, ()))
 
 
 def drawn_seed(ctx: FileContext, call: CallInfo) -> bool:
@@ -103,28 +109,13 @@ def drawn_seed(ctx: FileContext, call: CallInfo) -> bool:
     that differs in every run (each worker its own stream), which makes no run reproducible."""
     if not call.args:
         return False
-    argument = call.args[0]
-    values = [argument]
-    if isinstance(argument, cst.Name):
-        values = local_assignments(_scope_of(ctx, call)).get(argument.value) or [argument]
+    values = _assigned_to(ctx, call) or [call.args[0]]
     draws = seed_draws(ctx)
     seeded = {SEEDERS[c.qual] for c in ctx.calls.values() if c.form == "function" and c.qual in SEEDERS and c is not call}
     # `np.random.seed(args.seed)` then `torch.manual_seed(np.random.randint(1, 10000))` (Rainbow): the
     # draw comes from a seeded generator, so the seed it picks is the same in every run
-    return all(isinstance(value, cst.Call) and id(value) in draws and _generator_of(ctx, value) not in seeded
+    return all(isinstance(value, cst.Call) and id(value) in draws and _drawn_from(ctx, value) not in seeded
                for value in values)
-
-
-def _generator_of(ctx: FileContext, draw: cst.Call) -> str | None:
-    info = ctx.call(draw)
-    qual = (info.qual or "") if info is not None else ""
-    if qual.startswith("numpy.random."):
-        return "numpy"
-    if qual.startswith("random."):
-        return "random"
-    if qual.startswith("torch."):
-        return "torch"
-    return None
 
 
 @dataclass(frozen=True)

@@ -54,7 +54,7 @@ def stale_backwards(ctx: FileContext) -> list[StaleBackward]:
     found: dict[int, StaleBackward] = {}
     for block in blocks:
         statements = block.body if isinstance(block, (cst.IndentedBlock, cst.Module)) else ()
-        for stale in _in_block(ctx, _straight_line(statements), optimizers):
+        for stale in _in_block(ctx, simple_statements(list(statements), skip=_BRANCHES), optimizers):
             found.setdefault(id(stale.backward), stale)
     return list(found.values())
 
@@ -71,15 +71,8 @@ def _steps_then_backward(body) -> bool:
     return False
 
 
-def _straight_line(statements) -> list:
-    """The small statements run in order: `with` blocks entered; definitions, branches, loops not."""
-    found: list = []
-    for statement in statements:
-        if isinstance(statement, cst.SimpleStatementLine):
-            found.extend(statement.body)
-        elif isinstance(statement, cst.With) and isinstance(statement.body, cst.IndentedBlock):
-            found.extend(_straight_line(statement.body.body))
-    return found
+# compound statements whose code may not run, or runs more than once: not straight-line code
+_BRANCHES = (cst.FunctionDef, cst.ClassDef, cst.If, cst.For, cst.While, cst.Try, cst.TryStar, cst.Match)
 
 
 def _optimizers(ctx: FileContext) -> dict[str, set[str]]:
