@@ -164,6 +164,19 @@ def join(a: Value, b: Value) -> Value:
     )
 
 
+def element_updated(old: Value, element: Value, repeated: bool) -> Value:
+    """A constant tensor after `x[i] op= v`: each element is the constant or the updated one; when
+    ``repeated`` (in a loop), updated any number of times: unbounded in the direction it moves. The
+    elements never written keep the constant, and with it its evidence of 0."""
+    joined = join(old, element)
+    if repeated:
+        joined = joined.but(hi=INF if element.hi > old.hi else joined.hi,
+                            lo=-INF if element.lo < old.lo else joined.lo)
+    if old.zero > joined.zero:  # the elements never written keep their 0 (`count[idx] += 1` on zeros)
+        joined = joined.but(zero=old.zero, desc=old.desc)
+    return joined
+
+
 MAX_ALTERNATIVES = 4
 
 

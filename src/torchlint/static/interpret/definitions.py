@@ -16,6 +16,7 @@ from torchlint.static.interpret.frames import (
     ClassInfo,
     Frame,
     float_default,
+    is_class_method,
     is_static,
     module_frame,
     params_of,
@@ -100,8 +101,9 @@ class Definitions:
         facts = self.ctx.param_facts.get(id(node), {})
         bound = self_value is not None and not is_static(node)
         for index, param in enumerate(params):
-            if index == 0 and bound:
-                frame.env[param.name.value] = self_value
+            if index == 0 and bound:  # `cls` of a `@classmethod` is the class: calling it builds an instance
+                frame.env[param.name.value] = self_value if not is_class_method(node) else \
+                    Value(kind="class", cls=self_value.cls, qual=self_value.cls.name if self_value.cls else None)
             else:
                 frame.env[param.name.value] = self._current(facts.get(param.name.value)) or \
                     float_default(param) or self._annotated(param)

@@ -22,6 +22,7 @@ from torchlint.static.facts.values import (
     ROUTINE,
     Value,
     constant,
+    element_updated,
     join,
     literal_number,
 )
@@ -229,6 +230,12 @@ class Walker(Definitions, Expressions, Calls):
             if key is not None and old.kind == "dict":  # `stats["n"] += 1`: the entry is stored again
                 self.frame.env[target.value.value] = old.but(items=old.items + (self._updated(node, left, right),),
                                                              keys=old.keys + (key,))
+                return
+        if isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name):
+            old = self.frame.lookup(target.value.value)
+            if not old.kind and old.op == "const":  # `count[y] += 1` on `torch.ones(n)`: no longer that constant
+                self.frame.env[target.value.value] = element_updated(old, self._updated(node, left, right),
+                                                                      bool(self.scope.loop_depth))
 
     def _updated(self, node: cst.AugAssign, left: Value, right: Value) -> Value:
         """The value `x op= y` leaves in `x`."""

@@ -7,6 +7,7 @@ import libcst as cst
 from torchlint.rule import RuleInfo
 from torchlint.static.interpret.context import CallInfo, FileContext
 from torchlint.static.rules.base import Rule
+from torchlint.static.traverse import nodes_of
 from torchlint.static.rules.tl119_hand_written_norm import input_feature
 from torchlint.static.facts.values import DEGENERATE, SATURATION
 
@@ -34,7 +35,42 @@ def distance_divisor(value) -> bool:
 
 # Functions that expect NaN in their input: a quotient given to one of them is known to be NaN at times.
 NAN_AWARE = frozenset({"nanmean", "nansum", "nanmedian", "nanquantile", "nan_to_num", "isnan", "isfinite",
-                       "nan_to_num_"})
+                       "nan_to_num_", "isinf", "isposinf", "isneginf"})
+_INFINITIES = frozenset({"inf", "infinity"})
+
+
+def _handles_non_finite(call: CallInfo, known: dict[int, bool]) -> bool:
+    """A function of the project whose body expects inf/NaN in what it is given: it calls a NaN-aware
+    function or compares with infinity (`val[val == float('inf')] = 0`). ``known``: by function node."""
+    body = getattr(call.callee, "body", None)
+    node = getattr(body, "node", None)
+    if call.form != "local" or not isinstance(node, cst.FunctionDef):
+        return False
+    if id(node) not in known:
+        known[id(node)] = _expects_non_finite(node)
+    return known[id(node)]
+
+
+def _expects_non_finite(node: cst.FunctionDef) -> bool:
+    for inner in nodes_of(node.body, (cst.Call, cst.Comparison)):
+        if isinstance(inner, cst.Call):
+            name = inner.func.attr.value if isinstance(inner.func, cst.Attribute) else \
+                inner.func.value if isinstance(inner.func, cst.Name) else ""
+            if name in NAN_AWARE:
+                return True
+        elif any(_infinity(target.comparator) for target in inner.comparisons):
+            return True
+    return False
+
+
+def _infinity(node) -> bool:
+    """`float('inf')`, `math.inf`, `np.inf`, `torch.inf`."""
+    if isinstance(node, cst.Attribute):
+        return node.attr.value in _INFINITIES
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value == "float" and node.args:
+        text = node.args[0].value
+        return isinstance(text, cst.SimpleString) and text.evaluated_value.strip("+").lower() in _INFINITIES
+    return False
 
 
 # Elementwise calls that keep a NaN where their input has one: `isnan` of `(a / b).clamp_(0, 1e4)`
@@ -48,8 +84,9 @@ def nan_handled(ctx: FileContext, values) -> set[int]:
     directly or through elementwise calls that keep its NaN (`isnan(q.clamp(0, 1))`)."""
     wanted = {id(value) for value in values}
     found: set[int] = set()
+    known: dict[int, bool] = {}
     for call in ctx.calls.values():
-        if call.name not in NAN_AWARE:
+        if call.name not in NAN_AWARE and not _handles_non_finite(call, known):
             continue
         for argument in (call.operand, *call.args):
             value = ctx.values.get(id(argument)) if argument is not None else None

@@ -6,7 +6,7 @@ import libcst as cst
 
 from torchlint.rule import RuleInfo
 from torchlint.static.interpret.context import CallInfo, FileContext
-from torchlint.static.rules.base import Rule
+from torchlint.static.rules.base import Rule, never_differentiated
 
 # init function -> (positions of the numbers in the function form, their names, what they mean)
 _INIT = {
@@ -61,12 +61,19 @@ class LargeInit(Rule):
             limit, option, over = ctx.option(self.info, "constant"), "constant", largest > ctx.option(self.info, "constant")
         if not over:
             return
-        ctx.report(
-            self.info, call.node,
+        ctx.memo.setdefault(self.info.code, []).append((
+            call.node,
             f"`{ctx.code(call.node)}` initialises parameters at magnitude {largest:g} ({option} limit "
             f"{limit:g}); each layer multiplies activations and gradients by it until they overflow. "
             "Use nn.init.kaiming_*/xavier_* or a small std",
-        )
+        ))
+
+    def on_end(self, ctx: FileContext) -> None:
+        found = ctx.memo.get(self.info.code, ())
+        if not found or never_differentiated(ctx):
+            return  # a notebook that trains nothing only shows the initialised values
+        for node, message in found:
+            ctx.report(self.info, node, message)
 
 
 def _is_bias(target) -> bool:

@@ -8,7 +8,9 @@ from torchlint.rule import RuleInfo
 from torchlint.static.facts.ops import LOG_OPS
 from torchlint.static.facts.values import UNDERFLOW, Value
 from torchlint.static.interpret.context import CallInfo, FileContext
+from torchlint.static.interpret.frames import params_of
 from torchlint.static.rules.base import Rule
+from torchlint.static.traverse import local_assignments, nodes_of
 
 _NAN_HANDLING = frozenset({"nansum", "nanmean"})
 # Log-probabilities that are -inf exactly where a logit is -inf (a masked vocabulary entry).
@@ -33,6 +35,33 @@ def _may_be_masked(logits: Value | None) -> bool:
     if logits is None:
         return True
     return logits.op is None and not logits.kind and not logits.unbounded and logits.tracked is not True
+
+
+def _computed_here(ctx: FileContext, log_call) -> bool:
+    """The logits given to the log-softmax are a name the enclosing function computes itself, on
+    every path, with arithmetic or calls (`logits = h @ w.t()`, then rescaled or soft-capped), never
+    filled with -inf: not a caller's tensor that masking may have set to -inf."""
+    call = ctx.call(log_call) if isinstance(log_call, cst.Call) else None
+    argument = call.operand if call is not None else None
+    if not isinstance(argument, cst.Name) or not ctx.enclosing:
+        return False
+    function = ctx.enclosing[-1]
+    if argument.value in {param.name.value for param in params_of(function.params)}:
+        return False
+    table = ctx.memo.setdefault("TL116-assigned", {})
+    if id(function) not in table:
+        table[id(function)] = local_assignments(function)
+    assigned = table[id(function)].get(argument.value)
+    if not assigned or any(not isinstance(value, (cst.Call, cst.BinaryOperation)) for value in assigned):
+        return False  # a loop variable, a plain copy of another name, an augmented assignment: unknown
+    return not any(_fills_minus_inf(node) for node in nodes_of(function.body, (cst.Call,)))
+
+
+def _fills_minus_inf(call: cst.Call) -> bool:
+    """`x.masked_fill(mask, float("-inf"))` and the like: a -inf written into a tensor."""
+    func = call.func
+    name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+    return name in ("masked_fill", "masked_fill_", "fill_", "where", "full", "full_like", "fill_diagonal_")
 
 
 class HandWrittenEntropy(Rule):
@@ -62,7 +91,8 @@ class HandWrittenEntropy(Rule):
                     "torch.special.entr(p) (or torch.xlogy(p, p)), which define 0 * log 0 as 0"))
                 return
             from_logs = (p.op == "exp" and _same(log, p.of)) or (p.op == "softmax" and _same(p.of, log.of))
-            if from_logs and log.op in _LOG_PROBABILITIES and _may_be_masked(log.of):
+            if from_logs and log.op in _LOG_PROBABILITIES and _may_be_masked(log.of) and \
+                    not _computed_here(ctx, log.node):
                 self._report(ctx, node, log_node, (
                     f"`{ctx.code(node, 50)}` is an entropy term written by hand from log-probabilities: "
                     f"where a logit is -inf (a masked token, top-k/top-p filtering, padding), "

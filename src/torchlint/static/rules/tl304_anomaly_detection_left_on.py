@@ -24,8 +24,8 @@ class AnomalyDetectionLeftOn(Rule):
     )
 
     def on_call(self, ctx: FileContext, call: CallInfo) -> None:
-        if call.form != "function" or call.scope.debug:
-            return
+        if call.form != "function" or call.scope.debug or any(on for _flag, on in call.scope.cond):
+            return  # under a debug scope, or switched on by a setting (`if args.nan_detection:`): opted in
         if call.qual == "torch.autograd.set_detect_anomaly" and call.args and _true(call.args[0]):
             if ctx.statements.get(id(call.node)) is None:
                 return  # used as a context manager: judged by on_with

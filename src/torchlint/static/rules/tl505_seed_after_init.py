@@ -11,7 +11,7 @@ from torchlint.static.interpret.model_modes import SAME_MODULE
 from torchlint.static.interpret.scopes import Body
 from torchlint.static.interpret.seeding import SEEDS_EVERYTHING
 from torchlint.static.rules.base import Rule
-from torchlint.static.traverse import nodes_of, simple_statements, target_names
+from torchlint.static.traverse import held, nodes_of, simple_statements, target_names
 
 TORCH_SEEDS = frozenset({"torch.manual_seed", "torch.random.manual_seed"})
 LOADS = frozenset({"load_state_dict", "load_checkpoint", "from_pretrained"})
@@ -31,6 +31,9 @@ class SeedAfterInit(Rule):
                 continue
             built = None
             for entry in body.entries:
+                if isinstance(entry, Body) and built is not None and any(
+                        isinstance(e, CallInfo) and e.name in LOADS for e in entry.walk(expand=False)):
+                    break  # a loop that loads weights (`for rank in ...: model.load_state_dict(...)`)
                 if not isinstance(entry, CallInfo):
                     continue
                 if entry.name in LOADS or _writes_weights(entry):
@@ -46,7 +49,7 @@ class SeedAfterInit(Rule):
                             related=((built.node, "the model is built here, before the seed"),),
                         )
                     break
-                if built is None and _builds_model(ctx, entry):
+                if built is None and _builds_model(ctx, entry) and not _without_storage(ctx, body.node, entry.node):
                     built = entry
 
 
@@ -62,6 +65,36 @@ def _builds_model(ctx: FileContext, call: CallInfo) -> bool:
         qual = value.qual or ""
         return qual.startswith("torch.nn.") and qual.rsplit(".", 1)[-1] in RANDOM_INIT
     return value.kind == "instance" and value.cls is not None and value.cls.is_module and draws_when_built(value.cls)
+
+
+# contexts in which a model is built without drawing its weights: they are filled in later (loaded)
+_EMPTY_INIT = frozenset({"init_empty_weights", "init_on_device", "no_init_weights", "skip_init"})
+
+
+def _without_storage(ctx: FileContext, scope, call: cst.Call) -> bool:
+    """The model is built under `with torch.device("meta"):`, `init_empty_weights()` or
+    `fabric.init_module(empty_init=True)`: no weights are drawn (they are loaded afterwards)."""
+    for with_node in nodes_of(scope, (cst.With,)):
+        if not any(_empty_init(ctx, item.item) for item in with_node.items):
+            continue
+        if id(call) in held(with_node.body, {id(call)}):
+            return True
+    return False
+
+
+def _empty_init(ctx: FileContext, item: cst.BaseExpression) -> bool:
+    if not isinstance(item, cst.Call):
+        return False
+    qual = ctx.qualify(item.func) or ""
+    name = qual.rsplit(".", 1)[-1] or (item.func.attr.value if isinstance(item.func, cst.Attribute) else "")
+    if name in _EMPTY_INIT:
+        return True
+    if name == "init_module":
+        return any(arg.keyword is not None and arg.keyword.value == "empty_init" and
+                   not (isinstance(arg.value, cst.Name) and arg.value.value in ("False", "None")) for arg in item.args)
+    if qual in ("torch.device", "device") or name == "device":
+        return any(isinstance(arg.value, cst.SimpleString) and "meta" in arg.value.value for arg in item.args)
+    return False
 
 
 def _seeds_torch(ctx: FileContext, call: CallInfo) -> bool:
