@@ -141,6 +141,57 @@ PAIRS.update({
 })
 
 
+# WZMIAOMIAO's YOLOv3-SPP loss (batch 8): under a float16 autocast `exp` runs in float32, and
+# `torch.cat` of a float16 and a float32 tensor is float32, so the IoU's 1e-16 guard survives.
+AUTOCAST_IOU = """
+    import torch
+    def bbox_iou(box1, box2):
+        cw = torch.max(box1[2], box2[2]) - torch.min(box1[0], box2[0])
+        c_area = cw * cw + 1e-16
+        return 1 / c_area
+    def compute_loss(p, tbox, anchors):
+        ps = p[0]
+        pxy = ps[:, :2].sigmoid()
+        pwh = ps[:, 2:4].{size} * anchors
+        pbox = torch.cat((pxy, pwh), 1)
+        return bbox_iou(pbox.t(), tbox)
+    def train(model, loader, anchors):
+        for imgs, tbox in loader:
+            with torch.cuda.amp.autocast():
+                loss = compute_loss(model(imgs), tbox, anchors)
+            loss.backward()
+    """
+
+PAIRS.update({
+    "clean: boxes made float32 by autocast's exp and torch.cat": (
+        AUTOCAST_IOU.format(size="exp().clamp(max=1e3)"), set()),
+    "boxes that stay float16 under autocast": (AUTOCAST_IOU.format(size="sigmoid()"), {("TL122", 5)}),
+})
+
+
+# A 0-dim float32 tensor does not promote a float16 one: attention scores scaled by
+# `torch.sqrt(torch.tensor(d).to(torch.float32))` under a float16 autocast are still float16.
+SCALED_SCORES = """
+    import torch
+    import torch.nn as nn
+    class Attention(nn.Module):
+        def forward(self, q, k, mask):
+            attn = torch.bmm(q, k.permute(0, 2, 1))
+            attn = attn / torch.sqrt(torch.tensor(k.shape[-1]).to(torch.float32))
+            return attn.masked_fill(mask, {fill}).softmax(-1)
+    def train(model, loader):
+        for q, k, mask in loader:
+            with torch.autocast(device_type="cuda", dtype=torch.float16):
+                loss = model(q, k, mask).sum()
+            loss.backward()
+    """
+
+PAIRS.update({
+    "scores divided by a float32 scalar tensor stay float16": (SCALED_SCORES.format(fill="-1e9"), {("TL121", 8)}),
+    "clean: a fill float16 can hold": (SCALED_SCORES.format(fill="-1e4"), set()),
+})
+
+
 @pytest.mark.parametrize("name", list(PAIRS))
 def test_held_out_pair(name):
     source, expected = PAIRS[name]

@@ -30,7 +30,18 @@ def square(base: Value, node, half: bool) -> Value:
 
 
 def arith(op: str, left: Value, right: Value, left_node, right_node, node, fp16: bool) -> Value:
-    """The value of `left <op> right` (op is the LibCST operator class name)."""
+    """The value of `left <op> right` (op is the LibCST operator class name). A float32 tensor with
+    one of unknown dtype gives a float32 one; a float16 autocast computes `**` in float32. A float16
+    tensor stays float16 next to a float32 one: that one may have no dims (`x / scale.sqrt()`), and a
+    0-dim tensor does not promote."""
+    result = _arith(op, left, right, left_node, right_node, node, fp16)
+    wide = ((left.f32 or right.f32) and not (left.half or right.half)) or (op == "Power" and fp16)
+    if wide and not result.kind and result.op != "const":
+        return result.but(half=False, f32=True, shape=result.shape, dim=result.dim)
+    return result
+
+
+def _arith(op: str, left: Value, right: Value, left_node, right_node, node, fp16: bool) -> Value:
     node = node if node is not None else left_node
     if op == "Add" and left.kind == "list" == right.kind:
         return Value(kind="list", items=left.items + right.items, node=node)  # `losses + [sum(losses)]`

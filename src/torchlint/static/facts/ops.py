@@ -177,6 +177,10 @@ MODULE_OPS: dict[str, str] = {
 }
 
 FLOAT16_NAMES = frozenset({"torch.float16", "torch.half", "numpy.float16"})
+# Elementwise ops a float16 autocast runs in float32 (torch.amp's float32 list): a float32 output
+AUTOCAST_FLOAT32 = frozenset({"exp", "expm1", "log", "log2", "log10", "log1p", "softmax", "log_softmax", "pow",
+                              "reciprocal", "rsqrt", "acos", "asin", "tan", "sinh", "cosh", "erfinv", "softplus",
+                              "normalize"})
 UPCAST_DTYPES = frozenset({"torch.float32", "torch.float", "torch.float64", "torch.double"})
 FLOAT64_NAMES = frozenset({"torch.float64", "torch.double"})
 

@@ -44,6 +44,9 @@ class Value:
     prob: bool = False  # a probability in [0, 1]
     half: bool = False  # float16
     f64: bool = False  # float64 (a softmax or sigmoid underflows to 0 only past a logit gap of ~745)
+    # float32 or wider, shown: an op a float16 autocast runs in float32 (`exp`, `**`), `.float()`, or
+    # arithmetic with such a tensor, which promotes a float16 operand
+    f32: bool = False
     unbounded: bool = False  # a linear/matmul output: evidence of no upper bound
     shifted: bool = False  # max-subtracted before exp
     tracked: bool | None = None  # carries autograd history
@@ -154,6 +157,7 @@ def join(a: Value, b: Value) -> Value:
         node=(a if a.desc == FILLED_WITH_INF else b).node if FILLED_WITH_INF in (a.desc, b.desc) else None,
         prob=a.prob and b.prob,
         half=a.half and b.half,
+        f32=a.f32 and b.f32,
         unbounded=a.unbounded and b.unbounded,
         shifted=a.shifted and b.shifted,
         tracked=a.tracked if a.tracked == b.tracked else None,

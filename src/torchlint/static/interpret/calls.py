@@ -132,6 +132,8 @@ class Calls:
         result = self._call_result(info, receiver_value, values)
         if info.form in ("method", "function"):
             result = shaping.shaped(ctx, info, receiver_value, values, result)
+        if _widened(info, receiver_value, values, result):
+            result = replace(result, half=False, f32=True)  # `torch.cat((a16, b32))`, `b32.clamp(0)`: float32
         elif info.form == "local" and (result.shape is not None or result.kind == "list"):
             function = shape_params.called_function(info.callee)
             if function is not None:
@@ -306,7 +308,7 @@ class Calls:
             if name in ops.HALF_METHODS:
                 return semantics.to_half(receiver)
             if name in ops.UPCAST_METHODS:
-                return receiver.but(half=False, f64=name == "double")
+                return receiver.but(half=False, f64=name == "double", f32=True)
             if name in ("to", "type"):
                 return self._cast(info, receiver)
             if name == "astype" and receiver.op == "mask":
@@ -430,7 +432,7 @@ class Calls:
             if qual in ops.FLOAT16_NAMES:
                 return semantics.to_half(receiver)
             if qual in ops.UPCAST_DTYPES:
-                return receiver.but(half=False, f64=qual in ops.FLOAT64_NAMES)
+                return receiver.but(half=False, f64=qual in ops.FLOAT64_NAMES, f32=True)
         return receiver
 
     def _op_result(self, info: CallInfo, operand: Value, rest: list[Value]) -> Value:
@@ -483,13 +485,32 @@ class Calls:
         if op == "divide":
             divisor = rest[0] if rest else NOTHING
             return self._arith_value("Divide", operand, divisor, info.operand, info.param(1, "other"), node)
-        return apply_op(op, operand, node, rest)
+        result = apply_op(op, operand, node, rest)
+        if self.fp16 > 0 and op in ops.AUTOCAST_FLOAT32 and not result.kind:
+            return result.but(half=False, f32=True, shape=result.shape, dim=result.dim)  # autocast's float32 list
+        return result
 
     def _arith_value(self, op, left: Value, right: Value, left_node, right_node, node=None) -> Value:
         return arith(op, left, right, left_node, right_node, node, self.fp16 > 0)
 
     def _is_fp16_autocast(self, call: cst.Call) -> bool:
         return autocast_dtype(self.ctx, call) == "float16"
+
+
+_JOINS = frozenset({"torch.cat", "torch.concat", "torch.concatenate", "torch.stack", "torch.hstack", "torch.vstack"})
+_NOT_FLOAT = frozenset({"const", "mask", "count", "argmax", "argmin"})  # results that do not promote a float16
+
+
+def _widened(info: CallInfo, receiver: Value, values: list[Value], result: Value) -> bool:
+    """A tensor op with a float32 input (the receiver, an argument, an item of a joined list) and
+    no float16 one gives a float32 tensor: PyTorch promotes to the widest floating type (a float16
+    input may meet a 0-dim float32 one, which does not promote it)."""
+    if result.kind or result.f32 or result.op in _NOT_FLOAT:
+        return False
+    if info.qual in _JOINS and values and values[0].kind == "list":
+        return any(v.f32 for v in values[0].items)  # every item has the same number of dims
+    inputs = [receiver, *values]
+    return info.op is not None and any(v.f32 for v in inputs) and not any(v.half for v in inputs)
 
 
 def _converts_to_half(info: CallInfo, receiver: Value, result: Value, values: list[Value]) -> bool:

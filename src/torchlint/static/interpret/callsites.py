@@ -205,7 +205,7 @@ def informative(value: Value, shapes: bool = True) -> bool:
     if value.op == "const" or value.op is None:
         # plain numbers: not worth a re-walk; a tensor of known rank is (a dataset built from arrays
         # of literal sizes gives batches with the loader's dim)
-        return value.tracked is True or value.prob or value.half or (shapes and bool(value.shape))
+        return value.tracked is True or value.prob or value.half or value.f32 or (shapes and bool(value.shape))
     return True
 
 

@@ -75,7 +75,7 @@ class EpsVanishesInFloat16(Rule):
         if ctx.is_claimed(add):
             return
         if autocast:
-            if guarded.op in _AUTOCAST_FLOAT32:
+            if guarded.op in _AUTOCAST_FLOAT32 or guarded.f32:
                 return  # an autocast computes it in float32, where the eps is representable
             why = ("this runs under a float16 autocast", ())
         elif guarded.half or ctx.value(add).half:
