@@ -1716,6 +1716,7 @@ def test_every_rule_has_failing_and_passing_cases():
     from test_rules_real_bug_shapes import CASES as SHAPE_CASES
     from test_seed_before_spawn import CASES as SPAWN_CASES
     from test_seed_from_string_hash import CASES as HASH_SEED_CASES
+    from test_seed_zero_skipped import CASES as ZERO_SEED_CASES
     from test_shape_rules import CASES as BROADCAST_CASES
     from test_shape_rules import RESHAPES
     from test_training_rules import CASES as TRAINING_CASES
@@ -1725,7 +1726,7 @@ def test_every_rule_has_failing_and_passing_cases():
     cases = [*CASES.values(), *TRAINING_CASES.values(), *SHAPE_CASES.values(), *BROADCAST_CASES.values(),
              *RESHAPES.values(), *MISALIGNED_CASES.values(), *FLOW_CASES.values(), *CONTAINER_CASES.values(),
              *INPUT_GRADIENT_CASES.values(), *SPLIT_CASES.values(), *SPAWN_CASES.values(),
-             *HASH_SEED_CASES.values(), *EVALUATION_MODE_CASES.values()]
+             *HASH_SEED_CASES.values(), *ZERO_SEED_CASES.values(), *EVALUATION_MODE_CASES.values()]
     failing = {code for _, expected, *_ in cases for code, _ in expected}
     assert {rule.info.code for rule in STATIC_RULES} <= failing
     assert any(not expected for _, expected, *_ in CASES.values())

@@ -131,6 +131,11 @@ def literal_number(text: str) -> float | None:
         return None
 
 
+# a constant tensor some elements of which were updated in place (`count[idx] += 1` on `torch.zeros(n)`):
+# what one element holds is not known (indexing it gives nothing), the whole keeps the constant's evidence
+UPDATED_CONSTANT = "updated constant"
+
+
 def join(a: Value, b: Value) -> Value:
     """Merge two reaching definitions, keeping only what both agree on (precision first)."""
     if a is b or a == b:
@@ -149,7 +154,7 @@ def join(a: Value, b: Value) -> Value:
         joined = a if a.rng is not None or b.rng is None else a.but(rng=b.rng)
         return _either_precision(joined, b) if a.kind in ("instance", "module") else joined
     return Value(
-        op=a.op if a.op == b.op else None,
+        op=a.op if a.op == b.op else UPDATED_CONSTANT if {a.op, b.op} == {"const", UPDATED_CONSTANT} else None,
         lo=min(a.lo, b.lo),
         hi=max(a.hi, b.hi),
         zero=min(a.zero, b.zero),
@@ -178,7 +183,7 @@ def element_updated(old: Value, element: Value, repeated: bool) -> Value:
                             lo=-INF if element.lo < old.lo else joined.lo)
     if old.zero > joined.zero:  # the elements never written keep their 0 (`count[idx] += 1` on zeros)
         joined = joined.but(zero=old.zero, desc=old.desc)
-    return joined
+    return joined.but(op=UPDATED_CONSTANT)
 
 
 MAX_ALTERNATIVES = 4

@@ -9,9 +9,9 @@ import libcst as cst
 from torchlint.static.facts import ops
 from torchlint.static.facts.arith import negate
 from torchlint.static.facts.semantics import LENGTH_MASK, PADDING_MASK
-from torchlint.static.facts.values import NONE, NOTHING, ROUTINE, Value, constant, held_rng, join
+from torchlint.static.facts.values import NONE, NOTHING, ROUTINE, UPDATED_CONSTANT, Value, constant, held_rng, join
 from torchlint.static.interpret import fixed_values, guards, shaping
-from torchlint.static.interpret.frames import Frame, params_of
+from torchlint.static.interpret.frames import Frame, params_of, stored_key
 
 HALF_DTYPE = Value(kind="dtype", qual="torch.float16", half=True, tracked=False, desc="torch.float16")
 # Plain Python objects the interpreter tracks for what they hold, never tensors.
@@ -53,6 +53,10 @@ class Expressions:
             return NOTHING  # `args.data` is an option's value, `state.T` no tensor
         attr = node.attr.value
         if owner.cls is not None and owner.kind == "instance":
+            stored = self.frame.env.get(stored_key(node.value.value, attr)) if isinstance(node.value, cst.Name) \
+                else None
+            if stored is not None:
+                return stored  # a tensor this function stored on the object before (see walker.bind)
             found = owner.cls.find("attrs", attr)  # set by the class or a base class's __init__
             if found is not None and (found.kind is not None or found.half):
                 return found  # numeric state (self.count = 0; self.count += 1) is not tracked; a dtype is
@@ -111,7 +115,7 @@ class Expressions:
         if base.kind == "instance" and base.cls is not None:  # `dataset[0]`: what its __getitem__ returns
             method = base.cls.find("methods", "__getitem__")
             return method.returns if method is not None and method.returns is not None else NOTHING
-        if base.kind or base.op == "const":
+        if base.kind or base.op in ("const", UPDATED_CONSTANT):
             return NOTHING
         if base is NOTHING:
             return NOTHING

@@ -73,6 +73,11 @@ class Frame:
 
 
 
+def stored_key(owner: str, attr: str) -> str:
+    """The frame key of a tensor a function stored as `owner.attr` (no identifier has a dot)."""
+    return f"{owner}.{attr}"
+
+
 def positional_names(params: cst.Parameters) -> list[str]:
     """Names of the parameters a positional argument can fill, in order (`self` included)."""
     return [p.name.value for p in (*params.posonly_params, *params.params)]

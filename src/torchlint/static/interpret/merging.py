@@ -16,13 +16,22 @@ def merge(before: dict[str, Value], first: dict[str, Value], second: dict[str, V
     for name, value in first.items():
         other = second.get(name)
         if other is None:
+            if _stored(name) and name not in before:
+                continue  # `self.x` stored on one path only: on the other it holds whatever it held
             merged[name] = value
         elif other is not value:
             merged[name] = _fuller(value, other) or join(value, other)
     for name, value in second.items():
         if name in before and name not in first and before[name] is not value:
             merged[name] = _fuller(before[name], value) or join(before[name], value)
+        elif _stored(name) and name not in before and name not in first:
+            del merged[name]
     return merged
+
+
+def _stored(name: str) -> bool:
+    """A tensor stored on an object (`self.x`, see frames.stored_key), not a local name."""
+    return "." in name
 
 
 def _fuller(a: Value, b: Value) -> Value | None:

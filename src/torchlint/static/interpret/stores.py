@@ -23,11 +23,11 @@ def kept_arguments(ctx: FileContext, body: Body) -> dict[int, cst.CSTNode]:
     cache = ctx.memo.setdefault("kept_arguments", {})
     found = cache.get(id(body))
     if found is None:
-        found = cache[id(body)] = _kept(body) if isinstance(body.node, cst.FunctionDef) else {}
+        found = cache[id(body)] = _kept(ctx, body) if isinstance(body.node, cst.FunctionDef) else {}
     return found
 
 
-def _kept(body: Body) -> dict[int, cst.CSTNode]:
+def _kept(ctx: FileContext, body: Body) -> dict[int, cst.CSTNode]:
     params = [p.name.value for p in params_of(body.node.params)]
     if len(params) < 2 or params[0] != "self":
         return {}
@@ -35,30 +35,30 @@ def _kept(body: Body) -> dict[int, cst.CSTNode]:
     for name in _detached_rebinds(body.node):
         origin.pop(name, None)  # `v = v.data.sum()`: what is kept no longer carries the argument's graph
     found: dict[int, cst.CSTNode] = {}
-    _scan(body, origin, found)
+    _scan(ctx, body, origin, found)
     return found
 
 
-def _scan(body: Body, origin: dict[str, int], found: dict[int, cst.CSTNode]) -> None:
+def _scan(ctx: FileContext, body: Body, origin: dict[str, int], found: dict[int, cst.CSTNode]) -> None:
     for entry in body.entries:
         if isinstance(entry, Body):
             inner = dict(origin)
             node = entry.node
             if isinstance(node, cst.For):
-                source = _source(node.iter, origin)
+                source = _source(ctx, node.iter, origin)
                 if source is not None:
                     for name in _names(node.target):
                         inner[name] = source
-            _scan(entry, inner, found)
+            _scan(ctx, entry, inner, found)
         elif isinstance(entry, Mark) and entry.kind == "accumulate":
             node = entry.node
             if isinstance(node.operator, cst.AddAssign) and on_self(node.target):
-                source = _source(node.value, origin)
+                source = _source(ctx, node.value, origin)
                 if source is not None:
                     found.setdefault(source, node)
         elif isinstance(entry, CallInfo) and entry.form == "method" and entry.name in KEEPING_METHODS \
                 and entry.receiver is not None and on_self(entry.receiver) and entry.args:
-            source = _source(entry.args[-1], origin)
+            source = _source(ctx, entry.args[-1], origin)
             if source is not None:
                 found.setdefault(source, entry.node)
 
@@ -77,23 +77,47 @@ def _detached_rebinds(function: cst.FunctionDef) -> set[str]:
     return found
 
 
-def _source(node: cst.BaseExpression, origin: dict[str, int]) -> int | None:
-    """The argument an expression is made of: `val`, `val * n`, `vals[key]`, `enumerate(vals)`, `vals.items()`."""
+# Tensor methods whose result keeps the receiver's autograd graph (`val.cpu()` is a copy with history)
+_KEEPS_GRAPH = frozenset({"cpu", "cuda", "to", "float", "double", "half", "clone", "mean", "sum", "view", "reshape",
+                          "squeeze", "unsqueeze", "flatten", "contiguous"})
+
+
+def _source(ctx: FileContext, node: cst.BaseExpression, origin: dict[str, int]) -> int | None:
+    """The argument an expression is made of: `val`, `val * n`, `vals[key]`, `enumerate(vals)`, `vals.items()`,
+    `val.cpu()`, `allreduce(val)` (a function of the project that returns what it computes from it)."""
     if isinstance(node, cst.Name):
         return origin.get(node.value)
     if isinstance(node, cst.Subscript):  # `losses[key]`: an item of a dict or list argument
-        return _source(node.value, origin)
+        return _source(ctx, node.value, origin)
     if isinstance(node, cst.BinaryOperation):
-        left = _source(node.left, origin)
-        return left if left is not None else _source(node.right, origin)
+        left = _source(ctx, node.left, origin)
+        return left if left is not None else _source(ctx, node.right, origin)
     if isinstance(node, cst.Call):
         func = node.func
         if isinstance(func, cst.Name) and func.value in ("enumerate", "zip", "list", "tuple", "reversed") \
                 and node.args:
-            return _source(node.args[0].value, origin)
+            return _source(ctx, node.args[0].value, origin)
         if isinstance(func, cst.Attribute) and func.attr.value in ("items", "values"):
-            return _source(func.value, origin)
+            return _source(ctx, func.value, origin)
+        if isinstance(func, cst.Attribute) and func.attr.value in _KEEPS_GRAPH:
+            return _source(ctx, func.value, origin)
+        if isinstance(func, cst.Name) and node.args and _passes_graph(ctx, node):
+            return _source(ctx, node.args[0].value, origin)
     return None
+
+
+def _passes_graph(ctx: FileContext, node: cst.Call) -> bool:
+    """A call of a function of the project that computes its result with gradients on and never
+    cuts it from the graph (`def allreduce(t): return t / world_size`)."""
+    call = ctx.call(node)
+    body = getattr(getattr(call, "callee", None), "body", None)
+    function = getattr(body, "node", None)
+    if call is None or call.form != "local" or not isinstance(function, cst.FunctionDef) or body.scope.no_grad:
+        return False
+    cuts = any(isinstance(part, cst.Attribute) and part.attr.value in ("data", *_DETACHING)
+               for part in nodes_of(function.body, (cst.Attribute,)))
+    returns = list(nodes_of(function.body, (cst.Return,)))
+    return not cuts and bool(returns) and all(r.value is not None for r in returns)
 
 
 def on_self(node: cst.BaseExpression) -> bool:

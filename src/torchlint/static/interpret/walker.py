@@ -34,6 +34,7 @@ from torchlint.static.interpret.expressions import Expressions, string_key
 from torchlint.static.interpret.frames import (
     Frame,
     dotted,
+    stored_key,
 )
 from torchlint.static.interpret.merging import merge
 from torchlint.static.interpret.scopes import MODULE_SCOPE, Body, Mark
@@ -451,6 +452,9 @@ class Walker(Definitions, Expressions, Calls):
                     self.made_half(target.value)  # `l.weight.data = l.weight.data.half()`
             if owner.kind == "instance" and owner.cls is not None:
                 owner.cls.attrs[target.attr.value] = value
+                if isinstance(target.value, cst.Name) and self.ctx.enclosing and not value.kind:
+                    # `self.loss = a + b`, read back later in the same method: the tensor just stored
+                    self.frame.env[stored_key(target.value.value, target.attr.value)] = value
         elif isinstance(target, cst.Subscript):
             self.expr(target)
             if not self.scope.no_grad and self.ctx.value(target.value).op is not None:

@@ -42,6 +42,7 @@ from torchlint.static.rules.tl507_ids_from_set_order import IdsFromSetOrder
 from torchlint.static.rules.tl508_overlapping_split import OverlappingSplit
 from torchlint.static.rules.tl509_seed_before_spawn import SeedBeforeSpawn
 from torchlint.static.rules.tl510_seed_from_string_hash import SeedFromStringHash
+from torchlint.static.rules.tl511_seed_zero_skipped import SeedZeroSkipped
 from torchlint.static.rules.tl603_output_target_broadcast import OutputTargetBroadcast
 from torchlint.static.rules.tl604_reshape_moves_dim import ReshapeMovesDim
 from torchlint.static.rules.tl605_misaligned_broadcast import MisalignedBroadcast
@@ -139,6 +140,7 @@ STATIC_RULES: tuple[Rule, ...] = (
     OverlappingSplit(),
     SeedBeforeSpawn(),
     SeedFromStringHash(),
+    SeedZeroSkipped(),
     UnsafeLoad(),
     LoadNeedsWeightsOnlyFalse(),
     LoadPicklesOnOldTorch(),
