@@ -5,11 +5,11 @@ report (no finding) and once where it is a bug (exact code and line)."""
 
 from __future__ import annotations
 
-import json
 import textwrap
 
 import pytest
 from conftest import codes_lines
+from test_held_out_batch8 import _notebook
 
 from torchlint.api import check_source
 
@@ -196,12 +196,6 @@ PAIRS.update({
 def test_held_out_pair(name):
     source, expected = PAIRS[name]
     assert codes_lines(textwrap.dedent(source)) == expected
-
-
-def _notebook(cells: list[str]) -> str:
-    return json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
-        {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": cell}
-        for cell in cells]})
 
 
 # d2l's parameter-management notebook shows a constant-42 initialisation on a model it only prints.

@@ -132,8 +132,6 @@ class Calls:
         result = self._call_result(info, receiver_value, values)
         if info.form in ("method", "function"):
             result = shaping.shaped(ctx, info, receiver_value, values, result)
-        if _widened(info, receiver_value, values, result):
-            result = replace(result, half=False, f32=True)  # `torch.cat((a16, b32))`, `b32.clamp(0)`: float32
         elif info.form == "local" and (result.shape is not None or result.kind == "list"):
             function = shape_params.called_function(info.callee)
             if function is not None:
@@ -141,6 +139,8 @@ class Calls:
                                                         isinstance(func, cst.Attribute) or info.callee.kind == "instance")
             elif result.shape is not None and not result.kind:
                 result = replace(result, shape=None)
+        if _widened(info, receiver_value, values, result):
+            result = replace(result, half=False, f32=True)  # `torch.cat((a16, b32))`, `b32.clamp(0)`: float32
         if len(values) >= 2 and shaping.is_elementwise_loss(info):
             shaping.elementwise(ctx, node, values[0], values[1])
         if result.kind == "instance" and info.callee.kind == "class" and result.rng is None:

@@ -9,7 +9,16 @@ import libcst as cst
 from torchlint.static.facts import ops
 from torchlint.static.facts.arith import negate
 from torchlint.static.facts.semantics import LENGTH_MASK, PADDING_MASK
-from torchlint.static.facts.values import NONE, NOTHING, ROUTINE, UPDATED_CONSTANT, Value, constant, held_rng, join
+from torchlint.static.facts.values import (
+    NONE,
+    NOTHING,
+    ROUTINE,
+    UPDATED_CONSTANT,
+    Value,
+    constant,
+    held_rng,
+    join,
+)
 from torchlint.static.interpret import fixed_values, guards, shaping
 from torchlint.static.interpret.frames import Frame, params_of, stored_key
 

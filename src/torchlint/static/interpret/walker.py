@@ -224,17 +224,14 @@ class Walker(Definitions, Expressions, Calls):
         target = node.target
         if isinstance(target, cst.Name):
             self.frame.env[target.value] = self._updated(node, left, right)
-        elif isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name) and len(target.slice) == 1 \
-                and isinstance(target.slice[0].slice, cst.Index):
-            key = string_key(target.slice[0].slice.value)
+        elif isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name):
             old = self.frame.lookup(target.value.value)
+            key = string_key(target.slice[0].slice.value) if len(target.slice) == 1 and \
+                isinstance(target.slice[0].slice, cst.Index) else None
             if key is not None and old.kind == "dict":  # `stats["n"] += 1`: the entry is stored again
                 self.frame.env[target.value.value] = old.but(items=old.items + (self._updated(node, left, right),),
                                                              keys=old.keys + (key,))
-                return
-        if isinstance(target, cst.Subscript) and isinstance(target.value, cst.Name):
-            old = self.frame.lookup(target.value.value)
-            if not old.kind and old.op == "const":  # `count[y] += 1` on `torch.ones(n)`: no longer that constant
+            elif not old.kind and old.op == "const":  # `count[y] += 1` on `torch.ones(n)`: no longer that constant
                 self.frame.env[target.value.value] = element_updated(old, self._updated(node, left, right),
                                                                       bool(self.scope.loop_depth))
 
