@@ -25,16 +25,7 @@ SOFTMAX_SAFE_SPREAD = 60.0
 
 
 def apply_op(op: str, x: Value, node, rest: list[Value]) -> Value:
-    """The value an op returns given its operand `x` (and the other arguments' values); an op of a
-    float32 tensor (or of any tensor, next to a float32 one: `torch.cat`) gives a float32 tensor."""
-    result = _apply_op(op, x, node, rest)
-    inputs = [numeric(x), *rest]
-    if any(v.f32 for v in inputs) and not any(v.half for v in inputs) and not result.kind and result.op != "const":
-        return result.but(half=False, f32=True, shape=result.shape, dim=result.dim)
-    return result
-
-
-def _apply_op(op: str, x: Value, node, rest: list[Value]) -> Value:
+    """The value an op returns given its operand `x` (and the other arguments' values)."""
     x = numeric(x)
     half = x.half
     tracked = tracked_of(x, *rest) if rest else x.tracked

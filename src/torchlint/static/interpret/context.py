@@ -11,6 +11,7 @@ from torchlint.rule import RuleInfo
 from torchlint.static.facts.values import NOTHING, Value
 from torchlint.static.interpret.scopes import MODULE_SCOPE, Body, Scope
 from torchlint.static.parsing import statement_memo
+from torchlint.static.traverse import local_assignments
 
 
 @dataclass
@@ -149,6 +150,14 @@ class FileContext:
                 for entry in body.walk(expand=False):
                     found[id(entry)] = body  # functions come after the module, inner after outer
             self.memo["holders"] = found
+        return found
+
+    def assignments(self, scope: cst.FunctionDef | cst.Module) -> dict[str, list]:
+        """``traverse.local_assignments`` of a function (or the module), computed once per scope."""
+        table = self.memo.setdefault("assignments", {})
+        found = table.get(id(scope))
+        if found is None:
+            found = table[id(scope)] = local_assignments(scope)
         return found
 
     # -- values --------------------------------------------------------------

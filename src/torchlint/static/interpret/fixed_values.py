@@ -8,13 +8,11 @@ from __future__ import annotations
 import libcst as cst
 
 from torchlint.static.interpret.context import FileContext
-from torchlint.static.traverse import local_assignments
 
 _MODULES = ("numpy.", "torch.", "math.")
 _RANDOM = ("numpy.random.", "torch.rand", "torch.normal", "torch.bernoulli", "torch.multinomial",
            "torch.poisson", "torch.distributions.")
 _LITERALS = (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString)
-_MEMO = "fixed_values.assignments"
 
 
 def is_fixed(ctx: FileContext, node: cst.BaseExpression) -> bool:
@@ -22,12 +20,7 @@ def is_fixed(ctx: FileContext, node: cst.BaseExpression) -> bool:
     deterministic library calls, through the function's own single-target assignments."""
     if not ctx.enclosing:
         return False
-    function = ctx.enclosing[-1]
-    table = ctx.memo.setdefault(_MEMO, {})
-    assigned = table.get(id(function))
-    if assigned is None:
-        assigned = table[id(function)] = local_assignments(function)
-    return _fixed(ctx, node, assigned, set())
+    return _fixed(ctx, node, ctx.assignments(ctx.enclosing[-1]), set())
 
 
 def _fixed(ctx: FileContext, node, assigned: dict[str, list], seen: set[str]) -> bool:

@@ -132,11 +132,15 @@ def dotted_code(node) -> str | None:
     return code if code and not code.startswith(".") else None
 
 
+def _decorated(node: cst.FunctionDef, name: str) -> bool:
+    return any(isinstance(d.decorator, cst.Name) and d.decorator.value == name for d in node.decorators)
+
+
 def is_class_method(node: cst.FunctionDef) -> bool:
     """A `@classmethod`: its first parameter is the class, not an instance."""
-    return any(isinstance(d.decorator, cst.Name) and d.decorator.value == "classmethod" for d in node.decorators)
+    return _decorated(node, "classmethod")
 
 
 def is_static(node: cst.FunctionDef) -> bool:
     """A `@staticmethod`: its first parameter is an argument, not the instance."""
-    return any(isinstance(d.decorator, cst.Name) and d.decorator.value == "staticmethod" for d in node.decorators)
+    return _decorated(node, "staticmethod")

@@ -14,7 +14,7 @@ from typing import Any
 import libcst as cst
 
 from torchlint.static.interpret.context import CallInfo, FileContext
-from torchlint.static.traverse import local_assignments, nodes_of
+from torchlint.static.traverse import nodes_of
 
 SEEDERS = {
     "random.seed": "random",
@@ -61,7 +61,7 @@ def rng_used(call: CallInfo, ctx: FileContext | None = None) -> str | None:
 
 
 # calls whose argument seeds a generator: the global ones, and a dedicated generator made or reseeded
-_SEEDED_BY_ARGUMENT = frozenset(SEEDERS) | {"random.Random", "numpy.random.default_rng", "numpy.random.RandomState",
+SEEDED_BY_ARGUMENT = frozenset(SEEDERS) | {"random.Random", "numpy.random.default_rng", "numpy.random.RandomState",
                                             "numpy.random.SeedSequence"}
 
 
@@ -75,7 +75,7 @@ def seed_draws(ctx: FileContext) -> set[int]:
         return found
     found = set()
     seeding = [call for call in ctx.calls.values() if call.args and (
-        (call.form == "function" and call.qual in _SEEDED_BY_ARGUMENT) or
+        (call.form == "function" and call.qual in SEEDED_BY_ARGUMENT) or
         (call.form == "method" and call.name == "manual_seed"))]
     for call in seeding:
         values = [call.args[0], *(value for value in _assigned_to(ctx, call) if value is not None)]
@@ -98,10 +98,7 @@ def _assigned_to(ctx: FileContext, call: CallInfo) -> list:
         return []
     holder = ctx.holders().get(id(call))
     scope = holder.node if holder is not None else ctx.module
-    memo = ctx.memo.setdefault("seeding.assignments", {})
-    if id(scope) not in memo:
-        memo[id(scope)] = local_assignments(scope)
-    return list(memo[id(scope)].get(argument.value, ()))
+    return list(ctx.assignments(scope).get(argument.value, ()))
 
 
 def drawn_seed(ctx: FileContext, call: CallInfo) -> bool:

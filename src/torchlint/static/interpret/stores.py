@@ -70,9 +70,7 @@ def _detached_rebinds(function: cst.FunctionDef) -> set[str]:
     """Names the function rebinds to a value cut from the graph (`v = v.data.sum()`, `v = v.item()`)."""
     found = set()
     for node in nodes_of(function.body, (cst.Assign,)):
-        cut = any(isinstance(part, cst.Attribute) and part.attr.value in ("data", *_DETACHING)
-                  for part in nodes_of(node.value, (cst.Attribute,)))
-        if cut:
+        if _cuts(node.value):
             found.update(name for target in node.targets for name in _names(target.target))
     return found
 
@@ -114,10 +112,14 @@ def _passes_graph(ctx: FileContext, node: cst.Call) -> bool:
     function = getattr(body, "node", None)
     if call is None or call.form != "local" or not isinstance(function, cst.FunctionDef) or body.scope.no_grad:
         return False
-    cuts = any(isinstance(part, cst.Attribute) and part.attr.value in ("data", *_DETACHING)
-               for part in nodes_of(function.body, (cst.Attribute,)))
     returns = list(nodes_of(function.body, (cst.Return,)))
-    return not cuts and bool(returns) and all(r.value is not None for r in returns)
+    return not _cuts(function.body) and bool(returns) and all(r.value is not None for r in returns)
+
+
+def _cuts(node: cst.CSTNode) -> bool:
+    """Code that takes something out of the graph: `.data`, `.detach()`, `.item()`, `.tolist()`, `.numpy()`."""
+    return any(isinstance(part, cst.Attribute) and part.attr.value in ("data", *_DETACHING)
+               for part in nodes_of(node, (cst.Attribute,)))
 
 
 def on_self(node: cst.BaseExpression) -> bool:

@@ -92,8 +92,4 @@ def _fix(ctx: FileContext, call: CallInfo, producer_node, better: str) -> Pendin
 
 def _assignments(ctx: FileContext) -> dict[str, list]:
     """`local_assignments` of the function being walked (or of the module), once per scope."""
-    scope = ctx.enclosing[-1] if ctx.enclosing else ctx.module
-    table = ctx.memo.setdefault("tl102_assignments", {})
-    if id(scope) not in table:
-        table[id(scope)] = local_assignments(scope)
-    return table[id(scope)]
+    return ctx.assignments(ctx.enclosing[-1] if ctx.enclosing else ctx.module)

@@ -48,10 +48,7 @@ def _computed_here(ctx: FileContext, log_call) -> bool:
     function = ctx.enclosing[-1]
     if argument.value in {param.name.value for param in params_of(function.params)}:
         return False
-    table = ctx.memo.setdefault("TL116-assigned", {})
-    if id(function) not in table:
-        table[id(function)] = local_assignments(function)
-    assigned = table[id(function)].get(argument.value)
+    assigned = ctx.assignments(function).get(argument.value)
     if not assigned or any(not isinstance(value, (cst.Call, cst.BinaryOperation)) for value in assigned):
         return False  # a loop variable, a plain copy of another name, an augmented assignment: unknown
     return not any(_fills_minus_inf(node) for node in nodes_of(function.body, (cst.Call,)))

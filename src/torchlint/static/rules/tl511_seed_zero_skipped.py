@@ -6,18 +6,16 @@ import libcst as cst
 
 from torchlint.rule import RuleInfo
 from torchlint.static.interpret.context import CallInfo, FileContext
-from torchlint.static.interpret.seeding import SEEDERS, SEEDS_EVERYTHING
+from torchlint.static.interpret.seeding import SEEDED_BY_ARGUMENT, SEEDS_EVERYTHING
 from torchlint.static.rules.base import Rule
 from torchlint.static.traverse import held, nodes_of
 
-# calls whose first argument (or `seed=`) seeds a generator
-_SEEDED_BY_ARGUMENT = frozenset(SEEDERS) | {"random.Random", "numpy.random.default_rng", "numpy.random.RandomState"}
 _GENERATOR_METHODS = frozenset({"manual_seed", "seed"})  # `torch.Generator().manual_seed(s)`, `rng.seed(s)`
 
 
 def _seed_argument(call: CallInfo) -> cst.BaseExpression | None:
     """The expression a seeding call is given as its seed, when it is a name, attribute or item."""
-    if call.form == "function" and (call.qual in _SEEDED_BY_ARGUMENT or call.name in SEEDS_EVERYTHING):
+    if call.form == "function" and (call.qual in SEEDED_BY_ARGUMENT or call.name in SEEDS_EVERYTHING):
         seed = call.param(0, "seed")
     elif call.form in ("local", "unknown") and call.name in SEEDS_EVERYTHING:
         seed = call.param(0, "seed")
