@@ -112,6 +112,30 @@ def test_syntax_error_is_per_cell_and_the_rest_is_checked():
     assert located(text, settings=Settings(ignore=["TL001"])) == [("TL102", 5, 2, 9)]
 
 
+def test_a_cell_indented_as_ipython_runs_it_is_read_dedented_with_its_own_columns(project, capsys):
+    # IPython strips the first line's indentation from every line: the cell runs, Python alone rejects it
+    pasted = " # pasted\n probs = torch.softmax(torch.randn(2, 3), 1)\n loss = -torch.log(probs).mean()\n"
+    text = notebook(SETUP, pasted)
+    assert located(text) == [("TL102", 2, 3, 10)]
+    (project / "nb.ipynb").write_text(text)
+    code, out, _ = run([str(project / "nb.ipynb"), "--fix"], capsys)
+    assert code == 1 and (project / "nb.ipynb").read_text() == text  # its lines are rewritten: no fix offered
+    # a later line that does not start with the first one's indentation is a syntax error, as in IPython
+    assert located(notebook(SETUP, " x = 1\ny = 2\n")) == [("TL001", 2, 1, 1)]
+
+
+def test_exercise_blanks_are_read_as_ellipsis_and_the_rest_of_the_cell_is_checked():
+    blanks = ("# TODO: build the model\nmodel = \ncriterion = pass\nn_epochs =  # start small\n\n"
+              "def real_loss(d_out):\n    # how close to real?\n    \n\n"
+              "for epoch in range(3):\n    # your training loop\n\n"
+              "probs = torch.softmax(torch.randn(2, 3), 1)\nloss = -torch.log(probs).mean()\n")
+    assert located(notebook(SETUP, blanks)) == [("TL102", 2, 14, 9)]
+    # not a blank: an unclosed bracket, a comparison with nothing after it, and a `.py` file with a blank
+    assert located(notebook(SETUP, "x = (\n")) == [("TL001", 2, 1, 5)]
+    assert located(notebook(SETUP, "ok = x ==\n")) == [("TL001", 2, 1, 10)]
+    assert [(f.code, f.line) for f in check_source("import torch\nmodel = \n", "train.py")] == [("TL001", 2)]
+
+
 @pytest.mark.parametrize(("text", "message", "line"), [
     ('{"cells": [\n  {"cell_type": "code",,}\n]}', "not a notebook: invalid JSON: Expecting property name", 2),
     ("", "not a notebook: invalid JSON: Expecting value", 1),

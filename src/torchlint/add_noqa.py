@@ -15,8 +15,8 @@ from torchlint.catalog import SYNTAX_ERROR, UNREADABLE_FILE
 from torchlint.config import ConfigError
 from torchlint.finding import FileResult, Finding
 from torchlint.source import SourceError, encode_source, read_source
+from torchlint.static.cell_repair import cell_python
 from torchlint.static.comment_lines import comment_lines
-from torchlint.static.magics import neutralise
 from torchlint.static.notebook import NotebookError, is_notebook, parse_notebook, replace_sources
 from torchlint.static.suppress import noqa_in_comment
 
@@ -85,7 +85,7 @@ def _add_to_notebook(text: str, findings: list[Finding], report: NoqaReport) -> 
         in_cell = [f for f in findings if f.cell == number]
         if not in_cell:
             continue
-        new, count = _mark(source, in_cell, lambda cell: neutralise(cell).text, neutralise(source).changed, report)
+        new, count = _mark(source, in_cell, lambda cell: cell_python(cell).text, cell_python(source).changed, report)
         if count:
             changed[number], marked = new, marked + count
     return (replace_sources(notebook, changed), marked) if changed else (text, 0)

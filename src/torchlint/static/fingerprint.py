@@ -20,6 +20,7 @@ MAX_DEPTH = 4
 LOADERS_KEY = "<DataLoader>"  # the DataLoaders it builds: over which dataset classes, with how many workers
 CALLS_KEY = "<calls>"  # the calls it makes to other project modules' functions, and their argument facts
 FP16_KEY = "<float16>"  # it runs models in float16 (mixed_precision.fp16_evidence)
+TRAINS_KEY = "<trains>"  # its text differentiates (grad_mode.TRAINS): its importers' programs train
 SAVES_KEY = "<torch.save>"  # not a Python name: the module's checkpoint saves, as importers see them
 
 

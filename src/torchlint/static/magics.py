@@ -28,6 +28,8 @@ class Neutralised:
     text: str
     changed: set[int] = field(default_factory=set)  # 1-based lines that differ from the cell's
     python: bool = True  # False: a cell magic whose body is not Python (`%%bash`)
+    indent: int = 0  # columns removed from the start of every line (see cell_repair)
+    error: tuple[str, int, int] | None = None  # (message, line, column): it does not compile (see cell_repair)
 
 
 def neutralise(source: str) -> Neutralised:

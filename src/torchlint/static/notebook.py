@@ -15,7 +15,7 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 from json.decoder import scanstring
 
-from torchlint.static.magics import neutralise
+from torchlint.static.cell_repair import cell_python
 
 SUFFIX = ".ipynb"
 
@@ -93,8 +93,10 @@ class Program:
     source: str
     cells: list[Cell]
     starts: list[int]  # 1-based line of ``source`` where each cell begins
-    changed: list[set[int]]  # per cell: lines the magics rewrote
+    changed: list[set[int]]  # per cell: lines the magics (or a repair) rewrote
     python: list[bool]  # per cell: False for a non-Python cell magic (`%%bash`)
+    indents: list[int]  # per cell: columns IPython strips from every line (cell_repair)
+    errors: list[tuple[str, int, int] | None]  # per cell: its syntax error, as the cell reads
 
     def cell_of(self, line: int) -> tuple[int, int]:
         """(index into ``cells``, 1-based line in that cell) of a line of ``source``."""
@@ -104,10 +106,10 @@ class Program:
 
 def build_program(cells: list[Cell], blank: frozenset[int] = frozenset()) -> Program:
     """Join the cells; a cell whose number is in ``blank`` keeps its lines but no code."""
-    pieces, starts, changed, python = [], [], [], []
+    pieces, starts, changed, python, indents, errors = [], [], [], [], [], []
     line = 1
     for cell in cells:
-        result = neutralise(cell.source)
+        result = cell_python(cell.source)
         text = result.text
         count = text.count("\n") + (0 if text.endswith("\n") or not text else 1)
         if cell.number in blank:
@@ -118,8 +120,10 @@ def build_program(cells: list[Cell], blank: frozenset[int] = frozenset()) -> Pro
         pieces.append(text)
         changed.append(result.changed)
         python.append(result.python)
+        indents.append(result.indent)
+        errors.append(result.error)
         line += count
-    return Program("".join(pieces), cells, starts, changed, python)
+    return Program("".join(pieces), cells, starts, changed, python, indents, errors)
 
 
 def _offset(text: str, line: int, column: int) -> int:

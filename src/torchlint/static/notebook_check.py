@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import difflib
 from dataclasses import replace
 from pathlib import Path
@@ -12,8 +11,8 @@ from torchlint.catalog import SYNTAX_ERROR, UNREADABLE_FILE
 from torchlint.config import Settings
 from torchlint.finding import Edit, Finding
 from torchlint.fix import MAX_PASSES, FixResult, apply_edits, choose, fix_source, unified_diff
+from torchlint.static.cell_repair import cell_python
 from torchlint.static.engine import check_text, might_have_findings
-from torchlint.static.magics import neutralise
 from torchlint.static.notebook import (
     Notebook,
     NotebookError,
@@ -23,8 +22,6 @@ from torchlint.static.notebook import (
     parse_notebook,
     replace_sources,
 )
-
-_FLAGS = ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
 
 
 def check_any(source: str, path: str, enabled: frozenset[str], options: dict[str, dict[str, Any]] | None = None,
@@ -55,10 +52,8 @@ def analyse(notebook: Notebook, path: str, enabled: frozenset[str], options=None
         return []
     broken: dict[int, Finding] = {}  # cell number -> its syntax error
     for index, cell in enumerate(program.cells):
-        if program.python[index]:
-            error = _syntax_error(neutralise(cell.source).text, path)
-            if error is not None:
-                broken[cell.number] = replace(error, cell=cell.number)
+        if program.errors[index] is not None:
+            broken[cell.number] = replace(_syntax_finding(program.errors[index], path), cell=cell.number)
     with_syntax = enabled | {SYNTAX_ERROR.code}  # to know which cell to set aside, even when TL001 is off
     while True:
         if broken:
@@ -80,17 +75,11 @@ def analyse(notebook: Notebook, path: str, enabled: frozenset[str], options=None
     return results
 
 
-def _syntax_error(source: str, path: str) -> Finding | None:
-    try:
-        compile(source, "<cell>", "exec", _FLAGS)  # not the real path: CPython would read that file
-    except SyntaxError as error:
-        line, column = error.lineno or 1, max(error.offset or 1, 1)
-        return Finding(code=SYNTAX_ERROR.code, name=SYNTAX_ERROR.name, severity=SYNTAX_ERROR.severity,
-                       message=f"syntax error: {error.msg}", path=path, line=line, column=column,
-                       end_line=line, end_column=column, help=SYNTAX_ERROR.summary)
-    except (ValueError, RecursionError, MemoryError):
-        pass
-    return None
+def _syntax_finding(error: tuple[str, int, int], path: str) -> Finding:
+    message, line, column = error
+    return Finding(code=SYNTAX_ERROR.code, name=SYNTAX_ERROR.name, severity=SYNTAX_ERROR.severity,
+                   message=f"syntax error: {message}", path=path, line=line, column=column,
+                   end_line=line, end_column=column, help=SYNTAX_ERROR.summary)
 
 
 def _to_cell(finding: Finding, program: Program) -> Finding:
@@ -102,7 +91,9 @@ def _to_cell(finding: Finding, program: Program) -> Finding:
         touched = {n for e in edits for n in range(e.line, e.end_line + 1)}
         # an edit on a line the magics rewrote would write the rewrite back: not offered
         fix = None if touched & program.changed[index] else replace(fix, edits=edits)
+    indent = program.indents[index]  # the columns IPython strips: back where the cell has them
     return replace(finding, cell=program.cells[index].number, line=line, end_line=finding.end_line - shift, fix=fix,
+                   column=finding.column + indent, end_column=finding.end_column + indent,
                    related=())  # positions of the joined program, not of a cell
 
 
@@ -135,7 +126,7 @@ def fix_notebook(text: str, path: str, settings: Settings, unsafe: bool = False)
         changed = {}
         for number, cell_edits in edits.items():
             after = apply_edits(sources[number], cell_edits)
-            if _syntax_error(neutralise(after).text, path) and not _syntax_error(neutralise(sources[number]).text, path):
+            if cell_python(after).error and not cell_python(sources[number]).error:
                 return FixResult(notebook.text, fixed, findings)  # never write a cell that does not parse
             changed[number] = after
         notebook = parse_notebook(replace_sources(notebook, changed))

@@ -32,6 +32,7 @@ from torchlint.static.fingerprint import (
     FP16_KEY,
     LOADERS_KEY,
     SAVES_KEY,
+    TRAINS_KEY,
     calls_fingerprint,
     loaders_fingerprint,
     name_fingerprints,
@@ -77,6 +78,7 @@ class Summary:
     seeding: Any = None  # seeding.SeedingUse: the global generators it seeds and draws from
     shared: bool = False  # its tree's tokens are shared (compact.share_tokens)
     aliases: dict[str, str] = field(default_factory=dict)  # its imports: local name -> module (`torch`)
+    trains: bool = False  # its text calls backward/step/fit/train (grad_mode.TRAINS)
     _fingerprints: dict[str, str] | None = None
 
     def fingerprints(self) -> dict[str, str]:
@@ -91,6 +93,8 @@ class Summary:
                 self._fingerprints[CALLS_KEY] = calls_fingerprint(self.calls_out)
             if self.fp16 is not None:
                 self._fingerprints[FP16_KEY] = "1"
+            if self.trains:
+                self._fingerprints[TRAINS_KEY] = "1"
         return self._fingerprints
 
 
@@ -181,6 +185,7 @@ class Project:
         from torchlint.static.interpret import checkpoints
         from torchlint.static.interpret.callsites import CallSites
         from torchlint.static.interpret.context import FileContext  # the walker imports this module
+        from torchlint.static.interpret.grad_mode import TRAINS
         from torchlint.static.interpret.loaders import loader_uses
         from torchlint.static.interpret.mixed_precision import fp16_evidence
         from torchlint.static.interpret.seeding import seeding_use
@@ -210,7 +215,8 @@ class Project:
         deps[str(path)] = content_key(data)
         return Summary(path, deps[str(path)], dict(walker.frame.env), deps, module=module, checkpoints=saved,
                        loaders=loader_uses(ctx), calls_out=sites.foreign, fp16=fp16_evidence(ctx),
-                       seeding=seeding_use(ctx), shared=shared, aliases=dict(ctx.aliases))
+                       seeding=seeding_use(ctx), shared=shared, aliases=dict(ctx.aliases),
+                       trains=TRAINS.search(data) is not None)
 
     def module_of(self, path: str) -> cst.Module | None:
         """The syntax tree a summarised module was read from (for positions in it)."""

@@ -265,6 +265,7 @@ def _has_minlength(node) -> bool:
 
 LENGTH_MASK = "a length mask"  # the desc of `arange(t) < lengths` (interpret/expressions.py)
 PADDING_MASK = "a padding mask"  # `ids != PAD`, `labels != -100`: the positions not marked empty
+MARKER_MASK = "a mask of marked positions"  # `labels == ignore_index`: its `== 0` is a padding mask
 
 
 def _whole(node) -> bool:

@@ -8,7 +8,7 @@ import libcst as cst
 
 from torchlint.static.facts import ops
 from torchlint.static.facts.arith import negate
-from torchlint.static.facts.semantics import LENGTH_MASK, PADDING_MASK
+from torchlint.static.facts.semantics import LENGTH_MASK, MARKER_MASK, PADDING_MASK
 from torchlint.static.facts.values import (
     NONE,
     NOTHING,
@@ -21,6 +21,7 @@ from torchlint.static.facts.values import (
 )
 from torchlint.static.interpret import fixed_values, guards, shaping
 from torchlint.static.interpret.frames import Frame, params_of, stored_key
+from torchlint.static.interpret.marker_settings import is_integer_setting
 
 HALF_DTYPE = Value(kind="dtype", qual="torch.float16", half=True, tracked=False, desc="torch.float16")
 # Plain Python objects the interpreter tracks for what they hold, never tensors.
@@ -157,7 +158,8 @@ class Expressions:
             operands.append(self.expr(target.comparator))
         # `arange(t)[None] < lengths[:, None]`: positions against lengths, a padding mask
         desc = LENGTH_MASK if any(v.op == "arange" for v in operands) or _up_to_first(node, operands) \
-            else PADDING_MASK if _not_marker(node, operands) else "a boolean mask"
+            else PADDING_MASK if _not_marker(self.ctx, node, operands) else \
+            MARKER_MASK if _marker(self.ctx, node, operands) else "a boolean mask"
         names = tuple(guards.checked_names(node))
         if all(isinstance(t.operator, (cst.Equal, cst.LessThan, cst.LessThanEqual)) for t in node.comparisons):
             names += tuple(f"{name}<=0" for name in names)  # true where the name is 0: `(d2 == 0)`, `d2 < eps`
@@ -256,7 +258,7 @@ class Expressions:
 
     def _binop(self, node: cst.BinaryOperation) -> Value:
         self.events.append((1, node))
-        if self.scope.fp16 or (self.scope.no_grad and isinstance(node.operator, cst.Divide)):
+        if self.scope.fp16 or ((self.scope.no_grad or self.scope.gates) and isinstance(node.operator, cst.Divide)):
             self.ctx.scopes[id(node)] = self.scope  # what TL122 and TL106 ask; other binops' scopes are unused
         left = self.expr(node.left)
         right = self.expr(node.right)
@@ -271,10 +273,25 @@ class Expressions:
         return result if shape == result.shape else replace(result, shape=shape)
 
 
-def _not_marker(node: cst.Comparison, operands: list[Value]) -> bool:
-    """`ids != PAD`, `labels != -100`: the positions that do not hold a padding or ignore marker."""
-    return len(node.comparisons) == 1 and isinstance(node.comparisons[0].operator, cst.NotEqual) and \
-        operands[1].op == "const" and operands[1].const is not None
+def _not_marker(ctx, node: cst.Comparison, operands: list[Value]) -> bool:
+    """`ids != PAD`, `labels != -100`, `labels != self.ignore_index` (an integer setting): the positions
+    that do not hold a padding or ignore marker; `ignored == 0` of a mask of the positions that do."""
+    if len(node.comparisons) != 1:
+        return False
+    operator = node.comparisons[0].operator
+    if isinstance(operator, cst.Equal):
+        return operands[0].desc == MARKER_MASK and operands[1].op == "const" and operands[1].const == 0
+    return isinstance(operator, cst.NotEqual) and _marker_value(ctx, node.comparisons[0].comparator, operands[1])
+
+
+def _marker(ctx, node: cst.Comparison, operands: list[Value]) -> bool:
+    """`labels == self.ignore_index`: the positions that hold the marker."""
+    return len(node.comparisons) == 1 and isinstance(node.comparisons[0].operator, cst.Equal) and \
+        _marker_value(ctx, node.comparisons[0].comparator, operands[1])
+
+
+def _marker_value(ctx, node, value: Value) -> bool:
+    return (value.op == "const" and value.const is not None) or is_integer_setting(ctx, node)
 
 
 def _up_to_first(node: cst.Comparison, operands: list[Value]) -> bool:

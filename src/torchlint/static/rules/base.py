@@ -105,18 +105,6 @@ def read_out_as_numbers(ctx: FileContext, node) -> bool:
     return id(node) in read_out(ctx) or only_read_out(ctx.module, node, ctx.memo)
 
 
-def never_differentiated(ctx: FileContext) -> bool:
-    """A notebook that differentiates nothing (no `backward()`, `autograd.grad`, `step()` or `fit()`):
-    a notebook is a whole program, so a hazard of the gradient alone (sqrt's at 0) never happens in it."""
-    if not ctx.path.endswith(".ipynb"):
-        return False
-    found = ctx.memo.get("never differentiated")
-    if found is None:
-        found = ctx.memo["never differentiated"] = not any(
-            call.name in ("backward", "grad", "step", "fit") for call in ctx.calls.values())
-    return found
-
-
 def whole_mean(ctx: FileContext, node) -> bool:
     """`torch.mean(err)` / `err.mean()` with no dim: the mean over every element (of a batch, an epoch).
     Its root (an RMSE) is 0 only where every element is exactly 0: no batch of real data gets there."""

@@ -7,7 +7,8 @@ import libcst as cst
 from torchlint.rule import RuleInfo
 from torchlint.static.interpret.context import CallInfo, FileContext
 from torchlint.static.interpret.one_pass_variance import one_pass_variance
-from torchlint.static.rules.base import Rule, never_differentiated, read_out_as_numbers, whole_mean
+from torchlint.static.interpret.grad_mode import never_differentiated
+from torchlint.static.rules.base import Rule, read_out_as_numbers, whole_mean
 from torchlint.static.facts.values import DEGENERATE, SATURATION
 
 
@@ -53,9 +54,10 @@ class UnguardedSqrt(Rule):
             ctx.memo.setdefault(self.info.code, []).append((node, operand, op, problem))
 
     def on_end(self, ctx: FileContext) -> None:
-        if never_differentiated(ctx):
+        pending = ctx.memo.get(self.info.code, ())
+        if not pending or never_differentiated(ctx):
             return
-        for node, operand, op, problem in ctx.memo.get(self.info.code, ()):
+        for node, operand, op, problem in pending:
             if not ctx.is_claimed(node) and not read_out_as_numbers(ctx, node):
                 self._report(ctx, node, operand, op, problem)
 

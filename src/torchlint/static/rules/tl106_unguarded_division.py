@@ -6,6 +6,7 @@ import libcst as cst
 
 from torchlint.rule import RuleInfo
 from torchlint.static.interpret.context import CallInfo, FileContext
+from torchlint.static.interpret.grad_mode import eval_branch, never_differentiated
 from torchlint.static.rules.base import Rule
 from torchlint.static.traverse import nodes_of
 from torchlint.static.rules.tl119_hand_written_norm import input_feature
@@ -102,6 +103,11 @@ def nan_handled(ctx: FileContext, values) -> set[int]:
     return found
 
 
+def _gradients_off(scope) -> bool:
+    """Under no_grad, or on a module's evaluation path (`if not self.training:`)."""
+    return scope.no_grad or eval_branch(scope)
+
+
 class UnguardedDivision(Rule):
     info = RuleInfo(
         "TL106", "unguarded-division", "warning",
@@ -111,27 +117,29 @@ class UnguardedDivision(Rule):
 
     def on_binop(self, ctx: FileContext, node: cst.BinaryOperation) -> None:
         if isinstance(node.operator, cst.Divide):
-            self._check(ctx, node, node.right, ctx.scope_of(node).no_grad)
+            self._check(ctx, node, node.right, _gradients_off(ctx.scope_of(node)))
 
     def on_augassign(self, ctx: FileContext, node: cst.AugAssign) -> None:
         if isinstance(node.operator, cst.DivideAssign):
-            self._check(ctx, node, node.value, ctx.scope_of(node).no_grad)
-
+            self._check(ctx, node, node.value, _gradients_off(ctx.scope_of(node)))
 
     def on_call(self, ctx: FileContext, call: CallInfo) -> None:
         if call.op == "divide":
             divisor = call.param(1, "other")
             if divisor is not None:
-                self._check(ctx, call.node, divisor, call.scope.no_grad)
+                self._check(ctx, call.node, divisor, _gradients_off(call.scope))
 
     def on_end(self, ctx: FileContext) -> None:
         found = ctx.memo.get(self.info.code, ())
         if not found:
             return
         handled = nan_handled(ctx, [ctx.value(node) for node, *_ in found])
+        program_without_gradients = never_differentiated(ctx)
         for node, divisor, value, distance in found:
             if id(ctx.value(node)) in handled:
                 continue  # `iou = inter / union` then `torch.nanmean(iou)`: the NaN is expected
+            if program_without_gradients and not value.reaches_zero(SATURATION):
+                continue  # a degenerate spread's NaN stays in its one sample when nothing backpropagates
             if not distance or value.tracked or not input_feature(ctx, value.node):
                 self._report(ctx, node, divisor, value)
 

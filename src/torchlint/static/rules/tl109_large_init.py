@@ -6,7 +6,8 @@ import libcst as cst
 
 from torchlint.rule import RuleInfo
 from torchlint.static.interpret.context import CallInfo, FileContext
-from torchlint.static.rules.base import Rule, never_differentiated
+from torchlint.static.interpret.grad_mode import never_differentiated
+from torchlint.static.rules.base import Rule
 
 # init function -> (positions of the numbers in the function form, their names, what they mean)
 _INIT = {

@@ -8,6 +8,7 @@ from pathlib import Path
 import libcst as cst
 
 from torchlint.rule import RuleInfo
+from torchlint.static.interpret.after_training import runs_after_training
 from torchlint.static.interpret.context import CallInfo, FileContext
 from torchlint.static.interpret.frames import params_of
 from torchlint.static.interpret.seeding import (
@@ -53,7 +54,7 @@ class PartialSeeding(Rule):
         for call in calls:
             rng = rng_used(call, ctx)
             if rng is not None and (in_main or call.scope.function not in WORKER_SIDE) and \
-                    (tests is None or call.scope.function in tests):
+                    (tests is None or call.scope.function in tests) and not runs_after_training(ctx, call.node):
                 used.setdefault(rng, call)
         missing = sorted(rng for rng in used if rng not in seeded)
         if not missing:
