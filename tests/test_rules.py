@@ -813,6 +813,16 @@ CASES = {
                 u = (x @ w).masked_fill(mask, float("-inf"))
                 return s, t, u
         """, set()),
+    "torch.where with a constant beyond float16 under fp16 autocast (lerobot#710), either side": ("""
+        import torch
+        def attend(q, k, mask):
+            with torch.autocast("cuda", dtype=torch.float16):
+                big_neg = -2.3819763e38
+                s = torch.where(mask, q @ k.T, big_neg)
+                t = torch.where(mask, -1e9, q @ k.T)
+                u = torch.where(mask, q @ k.T, -1e4)
+                return s.softmax(-1), t.softmax(-1), u.softmax(-1)
+        """, {("TL121", 6), ("TL121", 7)}),
     "clean: bfloat16 autocast": ("""
         import torch
         def brain_float(x, w, mask):

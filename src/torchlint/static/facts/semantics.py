@@ -136,7 +136,7 @@ def _reduction(op: str, x: Value, node, half: bool, tracked) -> Value:
         # a count of selected elements: 0 whenever nothing in the batch is selected. A length mask
         # (`arange(t) < lengths`) summed over the whole batch is 0 only if every sequence is empty
         # (a length or padding mask summed over the whole batch is 0 only if every position is padding)
-        zero = DEGENERATE if x.desc in (LENGTH_MASK, PADDING_MASK) and _whole(node) else ROUTINE
+        zero = DEGENERATE if x.desc in (LENGTH_MASK, PADDING_MASK, RANDOM_MASK) and _whole(node) else ROUTINE
         if x.zero == NONE:
             zero = NONE  # a mask the code alone fixes (see interpret.fixed_values): the same count every call
         return Value(op="count", lo=0.0, hi=INF, zero=zero, desc="a count", of=x, tracked=False, node=node)
@@ -266,6 +266,7 @@ def _has_minlength(node) -> bool:
 LENGTH_MASK = "a length mask"  # the desc of `arange(t) < lengths` (interpret/expressions.py)
 PADDING_MASK = "a padding mask"  # `ids != PAD`, `labels != -100`: the positions not marked empty
 MARKER_MASK = "a mask of marked positions"  # `labels == ignore_index`: its `== 0` is a padding mask
+RANDOM_MASK = "a random mask"  # `torch.rand(b, t) < ratio`: over a whole batch, empty only by a rare draw
 
 
 def _whole(node) -> bool:

@@ -2,10 +2,11 @@
 
 A notebook or a script runs its top-level statements in order. A statement trains when it calls
 `backward()`, `step()`, `fit()`, `train()` (grad_mode.DIFFERENTIATING) or a function or class of
-the file that calls one (directly or through the file's other definitions). What runs after the last such statement (picking test images to plot,
-printing a few predictions) cannot change the trained weights: an unseeded draw there is the
-sample a lesson shows, not a run that differs. A function of the file counts as running there when
-every statement that names it comes after that point.
+the file that calls one (directly or through the file's other definitions). What runs after the
+last such statement (picking test images to plot, printing a few predictions) cannot change the
+trained weights: an unseeded draw there is the sample a lesson shows, not a run that differs. A
+function of the file counts as running there when every statement that names it comes after that
+point.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ import libcst as cst
 
 from torchlint.static.facts import ops
 from torchlint.static.facts.arith import negate
-from torchlint.static.facts.semantics import LENGTH_MASK, MARKER_MASK, PADDING_MASK
+from torchlint.static.facts.semantics import LENGTH_MASK, MARKER_MASK, PADDING_MASK, RANDOM_MASK
 from torchlint.static.facts.values import (
     NONE,
     NOTHING,
@@ -159,7 +159,8 @@ class Expressions:
         # `arange(t)[None] < lengths[:, None]`: positions against lengths, a padding mask
         desc = LENGTH_MASK if any(v.op == "arange" for v in operands) or _up_to_first(node, operands) \
             else PADDING_MASK if _not_marker(self.ctx, node, operands) else \
-            MARKER_MASK if _marker(self.ctx, node, operands) else "a boolean mask"
+            MARKER_MASK if _marker(self.ctx, node, operands) else \
+            RANDOM_MASK if any(v.op == "rand" for v in operands) else "a boolean mask"
         names = tuple(guards.checked_names(node))
         if all(isinstance(t.operator, (cst.Equal, cst.LessThan, cst.LessThanEqual)) for t in node.comparisons):
             names += tuple(f"{name}<=0" for name in names)  # true where the name is 0: `(d2 == 0)`, `d2 < eps`

@@ -19,6 +19,7 @@ TRAINS = re.compile(rb"\.(?:backward|manual_backward|grad|step|fit|train)\(")  #
 
 
 def never_differentiated(ctx) -> bool:
+    """This file is a whole program through which no gradient is ever taken (see the module's doc)."""
     found = ctx.memo.get("never differentiated")
     if found is None:
         found = ctx.memo["never differentiated"] = _never(ctx)
