@@ -66,7 +66,9 @@ def analyse(notebook: Notebook, path: str, enabled: frozenset[str], options=None
         number = program.cells[index].number
         if number in broken:
             break
-        broken[number] = replace(syntax, cell=number, line=line, end_line=line)
+        indent = program.indents[index]
+        broken[number] = replace(syntax, cell=number, line=line, end_line=line, column=syntax.column + indent,
+                                 end_column=syntax.end_column + indent)
     results = [_to_cell(f, program) for f in findings if f.code != SYNTAX_ERROR.code]
     if SYNTAX_ERROR.code in enabled:
         results.extend(broken.values())

@@ -134,11 +134,10 @@ class UnguardedDivision(Rule):
         if not found:
             return
         handled = nan_handled(ctx, [ctx.value(node) for node, *_ in found])
-        program_without_gradients = never_differentiated(ctx)
         for node, divisor, value, distance in found:
             if id(ctx.value(node)) in handled:
                 continue  # `iou = inter / union` then `torch.nanmean(iou)`: the NaN is expected
-            if program_without_gradients and not value.reaches_zero(SATURATION):
+            if not value.reaches_zero(SATURATION) and never_differentiated(ctx):
                 continue  # a degenerate spread's NaN stays in its one sample when nothing backpropagates
             if not distance or value.tracked or not input_feature(ctx, value.node):
                 self._report(ctx, node, divisor, value)
