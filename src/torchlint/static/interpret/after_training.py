@@ -52,17 +52,16 @@ def _facts(ctx) -> tuple[dict[int, int], int, dict[str, list[int]]]:
     named: dict[str, list[int]] = {}
     last = -1
     for index, statement in enumerate(body):
-        for call in nodes_of(statement, (cst.Call,)):
-            where[id(call)] = index
-        if isinstance(statement, _DEFINITIONS):
-            continue
-        for name in nodes_of(statement, (cst.Name,)):
-            if name.value in definitions:
-                named.setdefault(name.value, []).append(index)
-                if name.value in trainers:
+        definition = isinstance(statement, _DEFINITIONS)
+        for node in nodes_of(statement, (cst.Call, cst.Name)):
+            if isinstance(node, cst.Call):
+                where[id(node)] = index
+                if not definition and _name(node) in DIFFERENTIATING:
                     last = index
-        if any(_name(call) in DIFFERENTIATING for call in nodes_of(statement, (cst.Call,))):
-            last = index
+            elif not definition and node.value in definitions:
+                named.setdefault(node.value, []).append(index)
+                if node.value in trainers:
+                    last = index
     return where, last, named
 
 

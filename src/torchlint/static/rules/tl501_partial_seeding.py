@@ -46,17 +46,19 @@ class PartialSeeding(Rule):
         seeded = {SEEDERS[c.qual] for c in seeds}
         if "torch" not in seeded and len(seeded) < 2:
             return  # one algorithm-local seed (np.random.seed for a sampling scheme) is not run seeding
-        used: dict[str, CallInfo] = {}
+        draws: dict[str, list[CallInfo]] = {}
         in_main = _items_in_main_process(ctx, calls)
         # pytest tests that seed: each test is its own program, so only its own draws count
         tests = {c.scope.function for c in seeds}
         tests = tests if all((name or "").startswith("test_") for name in tests) else None
         for call in calls:
             rng = rng_used(call, ctx)
-            if rng is not None and (in_main or call.scope.function not in WORKER_SIDE) and \
-                    (tests is None or call.scope.function in tests) and not runs_after_training(ctx, call.node):
-                used.setdefault(rng, call)
-        missing = sorted(rng for rng in used if rng not in seeded)
+            if rng is not None and rng not in seeded and (in_main or call.scope.function not in WORKER_SIDE) and \
+                    (tests is None or call.scope.function in tests):
+                draws.setdefault(rng, []).append(call)
+        # a draw after the program's last training statement changes no weights (asked only of unseeded draws)
+        used = {rng: next((c for c in found if not runs_after_training(ctx, c.node)), None) for rng, found in draws.items()}
+        missing = sorted(rng for rng, call in used.items() if call is not None)
         if not missing:
             self._imported_draws(ctx, seeds, seeded)
         else:
