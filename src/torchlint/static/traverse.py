@@ -112,6 +112,12 @@ def nodes_of(root: cst.CSTNode, types: tuple[type, ...]) -> Iterator[cst.CSTNode
         stack.extend(reversed(_children(node)))
 
 
+def called_name(call: cst.Call) -> str:
+    """The last name of what a call calls: `backward` of `loss.backward()`, `fit` of `fit(x)`; "" else."""
+    func = call.func
+    return func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+
+
 def held(root: cst.CSTNode, wanted: set[int]) -> set[int]:
     """The ids in ``wanted`` of nodes under ``root`` (itself included)."""
     found = set()

@@ -14,7 +14,7 @@ from __future__ import annotations
 import libcst as cst
 
 from torchlint.static.interpret.grad_mode import DIFFERENTIATING
-from torchlint.static.traverse import nodes_of
+from torchlint.static.traverse import called_name, nodes_of
 
 _DEFINITIONS = (cst.FunctionDef, cst.ClassDef)
 
@@ -42,7 +42,7 @@ def _facts(ctx) -> tuple[dict[int, int], int, dict[str, list[int]]]:
     """(call id -> index of its top-level statement, index of the last training statement, name of a
     top-level definition -> indexes of the other top-level statements that name it)."""
     body = ctx.module.body
-    called = {s.name.value: {_name(call) for call in nodes_of(s, (cst.Call,))}
+    called = {s.name.value: {called_name(call) for call in nodes_of(s, (cst.Call,))}
               for s in body if isinstance(s, _DEFINITIONS)}
     trainers = {name for name, names in called.items() if names & DIFFERENTIATING}
     for _ in range(3):  # definitions calling the ones that train (a `main` calling `fit`)
@@ -56,15 +56,10 @@ def _facts(ctx) -> tuple[dict[int, int], int, dict[str, list[int]]]:
         for node in nodes_of(statement, (cst.Call, cst.Name)):
             if isinstance(node, cst.Call):
                 where[id(node)] = index
-                if not definition and _name(node) in DIFFERENTIATING:
+                if not definition and called_name(node) in DIFFERENTIATING:
                     last = index
             elif not definition and node.value in definitions:
                 named.setdefault(node.value, []).append(index)
                 if node.value in trainers:
                     last = index
     return where, last, named
-
-
-def _name(call: cst.Call) -> str:
-    func = call.func
-    return func.attr.value if isinstance(func, cst.Attribute) else getattr(func, "value", "")

@@ -53,7 +53,8 @@ def _is_script(module: cst.Module) -> bool:
 
 
 def eval_branch(scope) -> bool:
-    """Under `if not self.training:` (or the `else` of `if self.training:`): a module's evaluation path."""
+    """Under `if not self.training:` (or the `else` of `if self.training:`): a module's evaluation or
+    inference path (YOLO's box decoding), whose outputs no training step backpropagates through."""
     for test, holds in scope.gates:
         if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
             test, holds = test.expression, not holds

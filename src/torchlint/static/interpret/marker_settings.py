@@ -15,14 +15,13 @@ from torchlint.static.interpret.frames import params_of
 
 def is_integer_setting(ctx, node) -> bool:
     """`ignore_index` or `self.ignore_index` in a function of the file, set from an integer."""
-    function = ctx.enclosing[-1] if ctx.enclosing else None
-    if function is None:
-        return False
     if isinstance(node, cst.Name):
-        return node.value in _integer_params(function)
-    if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self":
-        cls = _class_of(ctx, function)
-        return cls is not None and node.attr.value in _integer_attributes(ctx, cls)
+        return bool(ctx.enclosing) and node.value in _integer_params(ctx.enclosing[-1])
+    if isinstance(node, cst.Attribute) and isinstance(node.value, cst.Name) and node.value.value == "self" \
+            and ctx.classes:
+        init = ctx.classes[-1].methods.get("__init__")  # the class being walked
+        body = getattr(getattr(init, "body", None), "node", None)
+        return isinstance(body, cst.FunctionDef) and node.attr.value in _integer_attributes(ctx, body)
     return False
 
 
@@ -36,25 +35,14 @@ def _integer_params(function: cst.FunctionDef) -> set[str]:
     return {p.name.value for p in params_of(function.params) if p.default is not None and _integer(p.default)}
 
 
-def _class_of(ctx, function: cst.FunctionDef) -> cst.ClassDef | None:
-    classes = ctx.memo.get("classes by method")
-    if classes is None:
-        classes = ctx.memo["classes by method"] = {
-            id(item): statement for statement in ctx.module.body if isinstance(statement, cst.ClassDef)
-            for item in statement.body.body if isinstance(item, cst.FunctionDef)}
-    return classes.get(id(function))
-
-
-def _integer_attributes(ctx, cls: cst.ClassDef) -> set[str]:
+def _integer_attributes(ctx, init: cst.FunctionDef) -> set[str]:
     """Attributes `__init__` sets to an integer literal or to a parameter with an integer default."""
-    key = ("integer attributes", id(cls))
+    key = ("integer attributes", id(init))
     found = ctx.memo.get(key)
     if found is None:
         found = ctx.memo[key] = set()
-        init = next((item for item in cls.body.body if isinstance(item, cst.FunctionDef)
-                     and item.name.value == "__init__"), None)
-        params = _integer_params(init) if init is not None else set()
-        for line in init.body.body if init is not None else ():
+        params = _integer_params(init)
+        for line in init.body.body:
             for small in line.body if isinstance(line, cst.SimpleStatementLine) else ():
                 if isinstance(small, cst.Assign) and len(small.targets) == 1:
                     target = small.targets[0].target

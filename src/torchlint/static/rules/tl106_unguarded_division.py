@@ -8,7 +8,7 @@ from torchlint.rule import RuleInfo
 from torchlint.static.interpret.context import CallInfo, FileContext
 from torchlint.static.interpret.grad_mode import eval_branch, never_differentiated
 from torchlint.static.rules.base import Rule
-from torchlint.static.traverse import nodes_of
+from torchlint.static.traverse import called_name, nodes_of
 from torchlint.static.rules.tl119_hand_written_norm import input_feature
 from torchlint.static.facts.values import DEGENERATE, SATURATION
 
@@ -55,9 +55,7 @@ def _handles_non_finite(call: CallInfo, known: dict[int, bool]) -> bool:
 def _expects_non_finite(node: cst.FunctionDef) -> bool:
     for inner in nodes_of(node.body, (cst.Call, cst.Comparison)):
         if isinstance(inner, cst.Call):
-            name = inner.func.attr.value if isinstance(inner.func, cst.Attribute) else \
-                inner.func.value if isinstance(inner.func, cst.Name) else ""
-            if name in NAN_AWARE:
+            if called_name(inner) in NAN_AWARE:
                 return True
         elif any(_infinity(target.comparator) for target in inner.comparisons):
             return True

@@ -10,6 +10,7 @@ from torchlint.rule import RuleInfo
 from torchlint.static.facts.ops import MODULE_OPS
 from torchlint.static.interpret.later_backward import later_backward_reaches
 from torchlint.static.interpret.context import CallInfo, FileContext
+from torchlint.static.interpret.grad_mode import eval_branch
 from torchlint.static.interpret.input_writes import bound_names, input_writes
 from torchlint.static.rules.base import Rule
 from torchlint.static.traverse import nodes_of, simple_statements
@@ -42,18 +43,6 @@ INPLACE_LAYERS = {"ReLU": 0, "ReLU6": 0, "SELU": 0, "SiLU": 0, "Mish": 0, "Hards
 INPLACE_FUNCTIONS = frozenset({"relu", "relu6", "leaky_relu", "elu", "selu", "celu", "silu", "mish", "hardtanh",
                                "hardswish", "hardsigmoid", "dropout", "dropout1d", "dropout2d", "dropout3d",
                                "alpha_dropout", "threshold"})
-
-
-def inference_only(scope) -> bool:
-    """Under `if not self.training:` (or the `else` of `if self.training:`): a module's inference
-    branch (YOLO's box decoding), whose outputs no training step backpropagates through."""
-    for test, value in scope.gates:
-        negated = isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not)
-        inner = test.expression if negated else test
-        if isinstance(inner, cst.Attribute) and inner.attr.value == "training" and \
-                isinstance(inner.value, cst.Name) and inner.value.value == "self" and value == negated:
-            return True
-    return False
 
 
 def _true(node) -> bool:
@@ -91,7 +80,7 @@ class InplaceOnSavedTensor(Rule):
     )
 
     def on_call(self, ctx: FileContext, call: CallInfo) -> None:
-        if call.scope.no_grad or inference_only(call.scope):
+        if call.scope.no_grad or eval_branch(call.scope):
             return
         if call.form == "function" and (call.qual or "").startswith("torch.nn.") and call.name == "Sequential":
             self._sequential(ctx, call)
@@ -109,7 +98,7 @@ class InplaceOnSavedTensor(Rule):
         for target, scope in ctx.item_writes:  # `att = self.relu(att); att[:, 0] = 0`: the first write to each
             value = ctx.value(target.value)
             if id(value) not in written and (value.tracked is True or scope.function == "forward") and \
-                    not inference_only(scope):
+                    not eval_branch(scope):
                 written.add(id(value))
                 self._check(ctx, target, target.value, "the item assignment",
                             f"Write into a copy (`{ctx.code(target.value, 20)}.clone()`) or build it out of place")
@@ -118,7 +107,7 @@ class InplaceOnSavedTensor(Rule):
             return
         for call in list(ctx.calls.values()):
             callee = call.callee
-            if call.args and not call.scope.no_grad and not inference_only(call.scope) and \
+            if call.args and not call.scope.no_grad and not eval_branch(call.scope) and \
                     callee is not None and callee.kind == "module" and \
                     (callee.qual or "").rsplit(".", 1)[-1] in flipped and not _inplace_layer(ctx, call):
                 self._check(ctx, call.node, call.args[0], f"`{ctx.code(call.node.func, 30)}` (in place)")
@@ -141,7 +130,7 @@ class InplaceOnSavedTensor(Rule):
 
     def on_augassign(self, ctx: FileContext, node: cst.AugAssign) -> None:
         scope = ctx.scope_of(node)
-        if not scope.no_grad and not inference_only(scope):
+        if not scope.no_grad and not eval_branch(scope):
             self._check(ctx, node, node.target, f"`{ctx.code(node.operator).strip()}`")
 
     def _check(self, ctx: FileContext, node, target, op: str, advice: str = "Use the out-of-place form") -> None:
