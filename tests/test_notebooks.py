@@ -136,6 +136,18 @@ def test_exercise_blanks_are_read_as_ellipsis_and_the_rest_of_the_cell_is_checke
     assert [(f.code, f.line) for f in check_source("import torch\nmodel = \n", "train.py")] == [("TL001", 2)]
 
 
+def test_line_magics_typed_without_percent_run_through_automagic():
+    # Time-Series-Library's tutorial opens with `pip install -r requirements.txt`: IPython runs it as %pip
+    cell = ("pip install -r requirements.txt\ncd ..\n"
+            "probs = torch.softmax(torch.randn(2, 3), 1)\nloss = -torch.log(probs).mean()\n")
+    assert located(notebook(SETUP, cell)) == [("TL102", 2, 4, 9)]
+    # a name used as a value is Python (`pip = 3`, `ls -la` subtracts); a shell line that is no magic is an error
+    assert located(notebook(SETUP, "pip = 3\nls -la\n")) == []
+    assert located(notebook(SETUP, "python -u run.py --model TimesNet\n")) == [("TL001", 2, 1, 11)]
+    # a `.py` file gets no such reading
+    assert [(f.code, f.line) for f in check_source("import torch\npip install x\n", "a.py")] == [("TL001", 2)]
+
+
 @pytest.mark.parametrize(("text", "message", "line"), [
     ('{"cells": [\n  {"cell_type": "code",,}\n]}', "not a notebook: invalid JSON: Expecting property name", 2),
     ("", "not a notebook: invalid JSON: Expecting value", 1),

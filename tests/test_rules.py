@@ -1705,6 +1705,49 @@ CASES = {
         def f(x):
             return torch.log1p(x), torch.expm1(x), torch.logsumexp(x, -1), torch.log(2 + x), torch.exp(x) - 2
         """, set()),
+    "TL211 in-place ops on the views of split/chunk/unbind of a tensor that requires grad": ("""
+        import math
+        import torch
+        import torch.nn as nn
+        class Capsules(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(4, 6)
+            @staticmethod
+            def transform(pose):
+                scale, theta, shift = torch.split(pose, 2, -1)
+                scale = torch.sigmoid(scale)
+                scale *= 2
+                theta *= 2. * math.pi
+                return torch.cat([scale, theta, shift], -1)
+            def forward(self, x):
+                h = self.fc(x)
+                parts = h.chunk(3, dim=-1)
+                parts[0].clamp_(min=0)
+                for row in h.unbind(0):
+                    row[0] = 1.0
+                return self.transform(h) + parts[1].sum()
+        """, {("TL211", 14), ("TL211", 19), ("TL211", 21)}),
+    "TL211 passing: rebound, out of place, cloned, under no_grad, or of data that needs no grad": ("""
+        import torch
+        import torch.nn as nn
+        class Boxes(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(4, 6)
+            def forward(self, x, boxes):
+                h = self.fc(x)
+                a, b, c = h.chunk(3, dim=-1)
+                b = b * 2
+                c = c.clone()
+                c.clamp_(min=0)
+                with torch.no_grad():
+                    d, e = h.detach().chunk(2, -1)
+                    e.mul_(2)
+                x1, y1, x2, y2 = torch.ones(8, 4).unbind(-1)
+                x1 *= 4
+                return a + b + c
+        """, set()),
 }
 
 

@@ -4,6 +4,8 @@ still does not compile, what IPython runs anyway and what an exercise leaves for
 - IPython removes the first line's indentation from every line before running a cell, so a cell
   pasted with a one-space indent runs in Jupyter; Python rejects it. The cell is read dedented and
   its findings' columns are moved back (``Neutralised.indent``).
+- IPython's automagic runs a line magic typed without its `%` (`pip install -r requirements.txt`,
+  `cd data`): such a line is read as `pass`.
 - Exercise and template notebooks leave blanks to fill in: `x = ` with nothing (or `pass`) after
   it, a `def`/`for`/`if` whose body is only comments. The blank is read as `...`, on the same line.
 
@@ -26,6 +28,11 @@ FLAGS = ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT
 _BLANK_VALUE = re.compile(
     r"^(?P<target>[ \t]*[A-Za-z_][\w.]*(?:[ \t]*,[ \t]*[A-Za-z_][\w.]*)*[ \t]*=)(?P<pass>[ \t]*pass)?[ \t]*"
     r"(?P<comment>#.*)?$")
+# a line magic typed without `%`, which IPython's automagic (on by default) runs: `pip install x`, `cd ..`
+_AUTOMAGIC = re.compile(
+    r"^(?P<indent>[ \t]*)(?:pip|conda|mamba|cd|pwd|ls|ll|mkdir|rmdir|cat|cp|mv|rm|env|matplotlib|load_ext|"
+    r"reload_ext|autoreload|run|who|whos|reset|pushd|popd|bookmark|dhist|less|man|clear|history)"
+    r"(?:[ \t]+(?![=(\[,:;+*%&|^<>!-])\S.*)?[ \t]*$")
 # a compound statement's header: `def f(x):`, `for x in y:  # comment`
 _HEADER = re.compile(
     r"^(?P<indent>[ \t]*)(?:async[ \t]+)?(?:def|class|for|while|if|elif|else|with|try|except|finally)\b.*?:"
@@ -64,6 +71,11 @@ def _repaired(result: Neutralised) -> Neutralised | None:
         lines = [line[indent:] if line[:indent].isspace() else line for line in lines]
         changed |= {number for number, line in enumerate(lines, start=1) if line.strip()}
     for index in range(len(lines)):
+        magic = _AUTOMAGIC.match(lines[index])
+        if magic is not None:
+            lines[index] = magic.group("indent") + "pass"
+            changed.add(index + 1)
+            continue
         filled = _filled(lines, index)
         if filled is not None:
             lines[index] = filled

@@ -112,6 +112,22 @@ def nodes_of(root: cst.CSTNode, types: tuple[type, ...]) -> Iterator[cst.CSTNode
         stack.extend(reversed(_children(node)))
 
 
+_SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+
+
+def nodes_in_scope(roots, types: tuple[type, ...]) -> Iterator[cst.CSTNode]:
+    """Like nodes_of over ``roots`` (a node or a list of statements), not descending into nested
+    function, class or lambda definitions (their names are another scope)."""
+    stack: list = list(reversed(roots)) if isinstance(roots, (list, tuple)) else [roots]
+    wanted = _wanted(types)
+    while stack:
+        node = stack.pop()
+        if wanted[type(node)]:
+            yield node
+        if not isinstance(node, _SCOPES):
+            stack.extend(reversed(_children(node)))
+
+
 def called_name(call: cst.Call) -> str:
     """The last name of what a call calls: `backward` of `loss.backward()`, `fit` of `fit(x)`; "" else."""
     func = call.func

@@ -23,8 +23,10 @@ MIXTURE_PARTS = frozenset({"weighted", "mixture", "softmax"})  # what `_add` sum
 
 
 def square(base: Value, node, half: bool) -> Value:
-    """x**2 is 0 exactly where x is; (a - b)**2 is a squared distance, 0 where a and b coincide."""
-    distance = base.op == "sub" and base.desc == DIFFERENCE and base.zero >= DEGENERATE
+    """x**2 is 0 exactly where x is; (a - b)**2 is a squared distance, 0 where a and b coincide, and so
+    is its square ((a - b)**4, Zero-DCE's colour-constancy term)."""
+    distance = (base.op == "sub" and base.desc == DIFFERENCE and base.zero >= DEGENERATE) or \
+        (base.squared_distance and base.op == "square")
     return Value(op="square", lo=0.0, hi=ranges.square(base.span, half)[1], zero=base.zero, desc="a square",
                  half=half, tracked=base.tracked, of=base, node=node, squared_distance=distance)
 

@@ -15,9 +15,10 @@ import builtins
 import libcst as cst
 
 from torchlint.static.interpret.context import CallInfo
-from torchlint.static.interpret.frames import ClassInfo
+from torchlint.static.interpret.frames import ClassInfo, dotted
 from torchlint.static.interpret.scopes import Body
 from torchlint.static.interpret.seeding import TORCH_RANDOM
+from torchlint.static.traverse import nodes_of
 
 # layers whose constructor draws their initial weights from torch's generator
 RANDOM_INIT = frozenset({
@@ -33,6 +34,11 @@ QUIET_MODULES = frozenset({"abc", "collections", "copy", "dataclasses", "enum", 
 INIT_METHODS = frozenset({"apply", "reset_parameters", "_reset_parameters", "init_weights", "_init_weights"})
 BUILTIN_NAMES = frozenset(dir(builtins))
 DEPTH = 4
+# layers whose only random draws are a weight and a bias, and what overwrites a tensor with a constant
+CONSTANT_FILLABLE = frozenset({"Linear", "Bilinear", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d",
+                               "ConvTranspose2d", "ConvTranspose3d"})
+CONSTANT_FILLS = frozenset({"zero_", "fill_"})
+CONSTANT_INITS = frozenset({"zeros_", "ones_", "constant_"})  # torch.nn.init
 
 
 def draws_when_built(cls: ClassInfo, depth: int = 0) -> bool:
@@ -54,7 +60,47 @@ def draws_when_built(cls: ClassInfo, depth: int = 0) -> bool:
 
 
 def _body_draws(body: Body, depth: int) -> bool:
-    return any(isinstance(entry, CallInfo) and _call_draws(entry, depth) for entry in body.walk(expand=False))
+    overwritten = None
+    for entry in body.walk(expand=False):
+        if not isinstance(entry, CallInfo) or not _call_draws(entry, depth):
+            continue
+        if entry.form == "function" and entry.name in CONSTANT_FILLABLE and isinstance(body.node, cst.FunctionDef):
+            if overwritten is None:
+                overwritten = _constant_layers(body.node)
+            if id(entry.node) in overwritten:
+                continue  # `self.linear = nn.Linear(...)`, then its weight and bias zeroed: no draw left
+        return True
+    return False
+
+
+def _constant_layers(function: cst.FunctionDef) -> set[int]:
+    """Layer constructions in ``function`` (`self.x = nn.Linear(...)`) whose weight and bias it then
+    fills with constants (`self.x.weight.detach().zero_()`, `nn.init.zeros_(self.x.bias)`)."""
+    filled: set[str] = set()
+    for call in nodes_of(function.body, (cst.Call,)):
+        func = call.func
+        target = None
+        if isinstance(func, cst.Attribute) and func.attr.value in CONSTANT_FILLS:
+            target = func.value
+        elif isinstance(func, cst.Attribute) and func.attr.value in CONSTANT_INITS and call.args:
+            target = call.args[0].value
+        while isinstance(target, cst.Call) and isinstance(target.func, cst.Attribute) and \
+                target.func.attr.value in ("detach", "data"):
+            target = target.func.value
+        if isinstance(target, cst.Attribute) and target.attr.value == "data":
+            target = target.value
+        if isinstance(target, cst.Attribute) and target.attr.value in ("weight", "bias"):
+            filled.add(f"{dotted(target.value)}.{target.attr.value}")
+    found: set[int] = set()
+    for assign in nodes_of(function.body, (cst.Assign,)):
+        if len(assign.targets) != 1 or not isinstance(assign.value, cst.Call):
+            continue
+        name = dotted(assign.targets[0].target)
+        no_bias = any(arg.keyword is not None and arg.keyword.value == "bias" and
+                      isinstance(arg.value, cst.Name) and arg.value.value == "False" for arg in assign.value.args)
+        if name and f"{name}.weight" in filled and (no_bias or f"{name}.bias" in filled):
+            found.add(id(assign.value))
+    return found
 
 
 def _call_draws(call: CallInfo, depth: int) -> bool:
@@ -62,7 +108,8 @@ def _call_draws(call: CallInfo, depth: int) -> bool:
     if call.form == "function":
         root = (call.qual or "").split(".", 1)[0]
         if root == "torch":
-            return name in RANDOM_INIT or name in TORCH_RANDOM or ".init." in (call.qual or "")
+            return name in RANDOM_INIT or name in TORCH_RANDOM or (
+                ".init." in (call.qual or "") and name not in CONSTANT_INITS)
         return root not in QUIET_MODULES
     if call.form == "method":
         return name in TORCH_RANDOM or name in INIT_METHODS

@@ -111,6 +111,7 @@ class FileContext:
     as_text: set[int] = field(default_factory=set)  # expressions written straight into a string (f-string, %, str())
     # elementwise ops whose operands share a dim symbol at different positions: (node, left, right, symbol)
     misaligned: list[tuple[Any, Any, Any, str]] = field(default_factory=list)
+    checked_expressions: bool = False  # a name the code checked holds an expression (frames.checked_key)
     # call id -> (its statement line, whether it is alone in its block): for fixes that remove a call
 
     # -- names -------------------------------------------------------------

@@ -20,7 +20,7 @@ from torchlint.static.facts.values import (
     join,
 )
 from torchlint.static.interpret import fixed_values, guards, shaping
-from torchlint.static.interpret.frames import Frame, params_of, stored_key
+from torchlint.static.interpret.frames import Frame, checked_key, params_of, stored_key
 from torchlint.static.interpret.marker_settings import is_integer_setting
 
 HALF_DTYPE = Value(kind="dtype", qual="torch.float16", half=True, tracked=False, desc="torch.float16")
@@ -42,6 +42,9 @@ class Expressions:
             value = NOTHING
         elif value.tracked and self.scope.no_grad:
             value = value.but(tracked=False)  # computed with gradients off
+        if value.zero and self.ctx.checked_expressions and isinstance(node, (cst.Call, cst.BinaryOperation)) and \
+                self.frame.lookup(checked_key(self.ctx.code(node, 10_000))) is not NOTHING:
+            value = value.but(zero=0, eps=None, checked=True)  # the same expression as a checked name's
         self.ctx.values[id(node)] = value
         return value
 

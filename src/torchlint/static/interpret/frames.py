@@ -73,6 +73,11 @@ class Frame:
 
 
 
+def checked_key(code: str) -> str:
+    """The frame key recording that the code checked the value of this expression (no identifier has a space)."""
+    return f"checked {code}"
+
+
 def stored_key(owner: str, attr: str) -> str:
     """The frame key of a tensor a function stored as `owner.attr` (no identifier has a dot)."""
     return f"{owner}.{attr}"

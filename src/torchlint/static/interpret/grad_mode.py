@@ -31,15 +31,22 @@ def _never(ctx) -> bool:
         return False
     if ctx.path.endswith(".ipynb"):
         return True
-    if ctx.project is None or ctx.file is None or not _is_script(ctx.module):
-        return False
-    if ctx.project.importers(ctx.file) != []:
+    if not whole_program(ctx):
         return False  # imported by others (or by too many to see): they may differentiate through it
     for path in ctx.deps:
         summary = ctx.project.summary_at(path)
         if summary is None or summary.trains:
             return False
     return True
+
+
+def whole_program(ctx) -> bool:
+    """A notebook, or a script run as `__main__` that no project module imports: every value in it is
+    made in it or in the project modules it imports (``ctx.deps``)."""
+    if ctx.path.endswith(".ipynb"):
+        return True
+    return ctx.project is not None and ctx.file is not None and _is_script(ctx.module) and \
+        ctx.project.importers(ctx.file) == []
 
 
 def _is_script(module: cst.Module) -> bool:

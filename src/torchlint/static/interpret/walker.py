@@ -33,6 +33,7 @@ from torchlint.static.interpret.definitions import Definitions
 from torchlint.static.interpret.expressions import Expressions, string_key
 from torchlint.static.interpret.frames import (
     Frame,
+    checked_key,
     dotted,
     stored_key,
 )
@@ -341,6 +342,10 @@ class Walker(Definitions, Expressions, Calls):
             value = self.frame.lookup(name)
             if not value.kind and not value.checked:
                 env[name] = value.but(zero=0, eps=None, checked=True)
+                if value.zero and isinstance(value.node, (cst.Call, cst.BinaryOperation)):
+                    # `n = mask.sum(); if n == 0: return` also checks a later `x / mask.sum()`
+                    env[checked_key(self.ctx.code(value.node, 10_000))] = env[name]
+                    self.ctx.checked_expressions = True
 
     def _assert(self, node: cst.Assert) -> None:
         self.expr(node.test)

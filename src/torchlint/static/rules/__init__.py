@@ -14,6 +14,7 @@ from torchlint.static.rules.tl207_state_keeps_graph import StateKeepsGraph
 from torchlint.static.rules.tl208_bootstrap_target_with_gradient import BootstrapTargetWithGradient
 from torchlint.static.rules.tl209_baseline_with_gradient import BaselineWithGradient
 from torchlint.static.rules.tl210_backward_after_step import BackwardAfterStep
+from torchlint.static.rules.tl211_inplace_on_split_output import InplaceOnSplitOutput
 from torchlint.static.rules.tl301_missing_zero_grad import MissingZeroGrad
 from torchlint.static.rules.tl302_missing_grad_clip import MissingGradClip
 from torchlint.static.rules.tl303_misordered_step import MisorderedStep
@@ -109,6 +110,7 @@ STATIC_RULES: tuple[Rule, ...] = (
     BootstrapTargetWithGradient(),
     BaselineWithGradient(),
     BackwardAfterStep(),
+    InplaceOnSplitOutput(),
     OutputTargetBroadcast(),
     ReshapeMovesDim(),
     MisalignedBroadcast(),

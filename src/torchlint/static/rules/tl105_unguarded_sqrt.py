@@ -23,7 +23,9 @@ class UnguardedSqrt(Rule):
         if call.operand is None:
             return
         if call.op in ("sqrt", "rsqrt"):
-            self._check(ctx, call.node, call.operand, call.op)
+            # NumPy and math record no gradient, and their sqrt(0) is 0: only a negative variance is NaN
+            self._check(ctx, call.node, call.operand, call.op,
+                        gradient=not (call.qual or "").startswith(("numpy.", "math.")))
         elif call.op == "pow" and ctx.value(call.param(1, "exponent")).const == 0.5:
             self._check(ctx, call.node, call.operand, "sqrt")
 
@@ -31,7 +33,7 @@ class UnguardedSqrt(Rule):
         if isinstance(node.operator, cst.Power) and ctx.value(node.right).const == 0.5:
             self._check(ctx, node, node.left, "sqrt")
 
-    def _check(self, ctx: FileContext, node, operand, op: str) -> None:
+    def _check(self, ctx: FileContext, node, operand, op: str, gradient: bool = True) -> None:
         if ctx.is_claimed(node):
             return
         variance = one_pass_variance(ctx, operand)
@@ -43,6 +45,8 @@ class UnguardedSqrt(Rule):
                        f"number, so {op} gives NaN (an eps does not help). Use x.var() / x.std(), which "
                        "subtract the mean first, or clamp the difference at 0",
                        related=((variance, "the variance is computed here"),))
+            return
+        if not gradient:
             return
         value = ctx.value(operand)
         problem = sqrt_problem(value, op)

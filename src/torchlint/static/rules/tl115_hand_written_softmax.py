@@ -65,7 +65,12 @@ class HandWrittenSoftmax(Rule):
 
 
 def _aggregates(ctx: FileContext, numerator, denominator, defs: dict[str, list]) -> bool:
-    """The denominator is computed from the numerator (a sum, mean or scatter of it)."""
+    """The denominator is computed from the numerator (a sum, mean or scatter of it), not `1 + exp(x)`: that
+    is a sigmoid, with no sum of scores to overflow."""
+    if isinstance(denominator, cst.BinaryOperation) and isinstance(denominator.operator, cst.Add):
+        for constant, other in ((denominator.left, denominator.right), (denominator.right, denominator.left)):
+            if ctx.value(constant).const is not None and ctx.shape(other) == ctx.shape(numerator):
+                return False
     if isinstance(numerator, cst.Name):
         return numerator.value in _names(denominator, defs)
     return ctx.shape(numerator) in ctx.shape(denominator)

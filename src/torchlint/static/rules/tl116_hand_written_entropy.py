@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import libcst as cst
 
 from torchlint.rule import RuleInfo
@@ -9,9 +12,12 @@ from torchlint.static.facts.ops import LOG_OPS
 from torchlint.static.facts.values import UNDERFLOW, Value
 from torchlint.static.interpret.context import CallInfo, FileContext
 from torchlint.static.interpret.frames import params_of
+from torchlint.static.interpret.grad_mode import whole_program
 from torchlint.static.rules.base import Rule
 from torchlint.static.traverse import local_assignments, nodes_of
 
+# `float("-inf")`, `-math.inf`, `torch.inf`, `np.inf`: where a -inf can come from (not `isinf`, not `info`)
+_INFINITY = re.compile(r"\binf\b|\bInfinity\b")
 _NAN_HANDLING = frozenset({"nansum", "nanmean"})
 # Log-probabilities that are -inf exactly where a logit is -inf (a masked vocabulary entry).
 _LOG_PROBABILITIES = frozenset({"log_softmax"})
@@ -61,6 +67,24 @@ def _fills_minus_inf(call: cst.Call) -> bool:
     return name in ("masked_fill", "masked_fill_", "fill_", "where", "full", "full_like", "fill_diagonal_")
 
 
+def _never_infinite(ctx: FileContext) -> bool:
+    """A whole program (a notebook, or a script no project module imports) in which neither this file
+    nor a project module it imports writes an infinity: its logits cannot be -inf (a network's outputs,
+    masked with finite values if at all)."""
+    found = ctx.memo.get("never infinite")
+    if found is None:
+        found = ctx.memo["never infinite"] = whole_program(ctx) and not _INFINITY.search(ctx.source) and not any(
+            _INFINITY.search(_text(path)) for path in ctx.deps)
+    return found
+
+
+def _text(path: str) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return "inf"  # unknown: as if it wrote one
+
+
 class HandWrittenEntropy(Rule):
     info = RuleInfo(
         "TL116", "hand-written-entropy", "warning",
@@ -89,7 +113,7 @@ class HandWrittenEntropy(Rule):
                 return
             from_logs = (p.op == "exp" and _same(log, p.of)) or (p.op == "softmax" and _same(p.of, log.of))
             if from_logs and log.op in _LOG_PROBABILITIES and _may_be_masked(log.of) and \
-                    not _computed_here(ctx, log.node):
+                    not _computed_here(ctx, log.node) and not _never_infinite(ctx):
                 self._report(ctx, node, log_node, (
                     f"`{ctx.code(node, 50)}` is an entropy term written by hand from log-probabilities: "
                     f"where a logit is -inf (a masked token, top-k/top-p filtering, padding), "

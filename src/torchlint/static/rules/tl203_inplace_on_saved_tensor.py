@@ -94,6 +94,7 @@ class InplaceOnSavedTensor(Rule):
         modules whose forward writes into the tensor a caller already gave a layer."""
         if "forward" in ctx.source:
             _caller_tensors_written(self.info, ctx)
+            _layer_inputs_written(self.info, ctx)
         written: set[int] = set()
         for target, scope in ctx.item_writes:  # `att = self.relu(att); att[:, 0] = 0`: the first write to each
             value = ctx.value(target.value)
@@ -234,6 +235,67 @@ def _caller_tensors_written(info: RuleInfo, ctx: FileContext) -> None:
                             used.setdefault(argument.value, entry)
             for name in bound_names(small):
                 used.pop(name, None)
+
+
+def _layer_inputs_written(info: RuleInfo, ctx: FileContext) -> None:
+    """`c = self.pos_conv(x.transpose(1, 2)); x += c` in a `forward`: the layer saved `x` (or a view of
+    it) for its weight's gradient, and the write bumps its version, so the backward fails. Read in
+    statement order; a name bound again holds another tensor from then on."""
+    done: set[int] = ctx.memo.setdefault("tl203.caller_writes", set())
+    for body in ctx.functions:
+        node = body.node
+        if not isinstance(node, cst.FunctionDef) or node.name.value != "forward" or body.scope.no_grad or \
+                not isinstance(node.body, cst.IndentedBlock):
+            continue
+        used: dict[str, CallInfo] = {}  # name -> the first layer call that took (a view of) its tensor
+        for small in simple_statements(list(node.body.body)):
+            written = None
+            if isinstance(small, cst.AugAssign) and isinstance(small.target, cst.Name) and \
+                    isinstance(small.operator, _WRITES):
+                written = small.target
+            for call in nodes_of(small, (cst.Call,)):
+                entry = ctx.call(call)
+                if entry is None or entry.scope.no_grad:
+                    continue
+                if written is None and is_inplace_method(entry) and isinstance(entry.receiver, cst.Name):
+                    written = entry.receiver
+                if entry.callee.kind == "module" and _keeps_input(entry):  # a torch.nn layer (a project
+                    for argument in entry.args:                            # module may never save it)
+                        name = _viewed_name(argument)
+                        if name is not None:
+                            used.setdefault(name, entry)
+            if written is not None and written.value in used and id(small) not in done and \
+                    not ctx.is_claimed(small) and not eval_branch(used[written.value].scope):
+                done.add(id(small))
+                first = used[written.value]
+                ctx.report(
+                    info, small,
+                    f"`{ctx.code(small, 50)}` writes into `{written.value}` in place after "
+                    f"`{ctx.code(first.node, 40)}` took it: the layer saved its input for the weight's "
+                    "gradient, so backward fails with \"modified by an inplace operation\". Use the "
+                    f"out-of-place form (`{written.value} = {written.value} + ...`)",
+                    related=((first.node, f"`{written.value}` is saved here"),),
+                )
+            for name in bound_names(small):
+                used.pop(name, None)
+
+
+_WRITES = (cst.AddAssign, cst.SubtractAssign, cst.MultiplyAssign, cst.DivideAssign)
+_VIEWS = frozenset({"transpose", "permute", "view", "view_as", "unsqueeze", "squeeze", "t", "expand", "narrow",
+                    "unflatten"})
+
+
+def _viewed_name(node) -> str | None:
+    """`x`, or the name a chain of view ops or slices starts from (`x.transpose(1, 2)`, `x[:, 1:]`)."""
+    while True:
+        if isinstance(node, cst.Name):
+            return node.value
+        if isinstance(node, cst.Subscript):
+            node = node.value
+        elif isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.attr.value in _VIEWS:
+            node = node.func.value
+        else:
+            return None
 
 
 def _keeps_input(call: CallInfo) -> bool:

@@ -47,6 +47,8 @@ class EvalWithoutNoGrad(Rule):
             return
         if isinstance(loop.node, cst.While) and not _fetches(loop.node.body):
             return  # a retry or polling loop, not one over batches
+        if _runs_once(loop.node):
+            return  # `for x in loader: out = model(x); break`: one batch to look at, not an evaluation
         if _volatile_inputs(loop.node) and _written_for_old_torch(ctx.source):
             return  # `Variable(x, volatile=True)` in code for PyTorch <= 0.3, where that builds no graph
         kinds = {a.kind for a in actions(ctx, loop)}
@@ -81,6 +83,13 @@ class EvalWithoutNoGrad(Rule):
                     "`with torch.inference_mode():`",
                 )
                 return
+
+
+def _runs_once(loop) -> bool:
+    """The loop's body ends in a `break` that always runs: one pass, whatever it iterates."""
+    body = loop.body.body if isinstance(loop.body, cst.IndentedBlock) else ()
+    last = body[-1] if body else None
+    return isinstance(last, cst.SimpleStatementLine) and any(isinstance(s, cst.Break) for s in last.body)
 
 
 def _loops_in(ctx: FileContext, function: str | None) -> bool:

@@ -14,6 +14,7 @@ from torchlint.static.interpret.scopes import Body, Mark
 from torchlint.static.interpret.stores import kept_arguments
 from torchlint.static.interpret.training import BACKWARD, body_entries, classify
 from torchlint.static.rules.base import Rule, atom
+from torchlint.static.traverse import called_name, nodes_of
 
 CUTS_GRAPH = frozenset({"item", "detach", "tolist", "numpy", "float", "int"})
 
@@ -52,6 +53,9 @@ class GraphKeptAlive(Rule):
                             loop.node, entry.receiver.value, entry.node)):  # (not a tensor made this iteration)
                     target, node = entry.args[0], entry.node  # `stats["loss"].add_(loss)`: a running sum kept
                 if target is None or entry.scope.no_grad or _cuts_graph(ctx, target):
+                    continue
+                if isinstance(entry, CallInfo) and entry.name == "append" and \
+                        _differentiated_later(ctx, loop, entry.receiver):
                     continue
                 if isinstance(entry, Mark) and isinstance(entry.node.target, cst.Name) and \
                         _assigned(loop.node, entry.node.target.value, entry.node):
@@ -306,6 +310,46 @@ def _cuts_graph(ctx: FileContext, node) -> bool:
         elif isinstance(item, cst.BinaryOperation):
             stack.extend((item.left, item.right))
     return False
+
+
+def _differentiated_later(ctx: FileContext, loop: Body, collection) -> bool:
+    """The losses a loop collects are backpropagated from the collection after the loop (`loss =
+    losses[i]`, `for loss in losses`, `sum(losses)`, then `.backward()`): their graphs are kept for
+    that backward."""
+    if not isinstance(collection, (cst.Name, cst.Attribute)):
+        return False
+    scope = next((f.node for f in ctx.functions if isinstance(f.node, cst.FunctionDef)
+                  and f.node.name.value == loop.scope.function), None) if loop.scope.function else ctx.module
+    if scope is None:
+        return False
+    inside = {id(node) for node in nodes_of(loop.node, (cst.Call, cst.Assign, cst.For))}
+    after, seen = [], False
+    for node in nodes_of(scope, (cst.Call, cst.Assign, cst.For)):
+        seen = seen or node is loop.node
+        if seen and id(node) not in inside and node is not loop.node:
+            after.append(node)
+    derived = {ctx.shape(collection)}
+    # names bound from it: `loss = losses[i]`, `for loss in losses`, `total = sum(losses)`
+    bindings = [(t.target, n.value) for n in after if isinstance(n, cst.Assign) for t in n.targets] + \
+        [(n.target, n.iter) for n in after if isinstance(n, cst.For)]
+    for _round in range(3):
+        grown = {target.value for target, value in bindings
+                 if isinstance(target, cst.Name) and _shapes(ctx, value) & derived}
+        if grown <= derived:
+            break
+        derived |= grown
+    for call in after:
+        if not isinstance(call, cst.Call) or called_name(call) not in ("backward", "grad"):
+            continue
+        differentiated = [arg.value for arg in call.args] + \
+            ([call.func.value] if isinstance(call.func, cst.Attribute) else [])
+        if any(_shapes(ctx, node) & derived for node in differentiated):
+            return True
+    return False
+
+
+def _shapes(ctx: FileContext, node) -> set[str]:
+    return {ctx.shape(n) for n in nodes_of(node, (cst.Name, cst.Attribute))}
 
 
 def _on_self(node) -> bool:

@@ -37,6 +37,12 @@ def _script_main(ctx: FileContext, scope) -> bool:
     return False
 
 
+def _exclusive(a, b) -> bool:
+    """Two scopes on opposite arms of one `if` (`if deterministic: ... else: benchmark = True`)."""
+    tests = {id(test): value for test, value in a.gates}
+    return any(id(test) in tests and tests[id(test)] != value for test, value in b.gates)
+
+
 def _is_true(node) -> bool:
     return isinstance(node, cst.Name) and node.value == "True"
 
@@ -62,12 +68,15 @@ class ConflictingDeterminism(Rule):
     )
 
     def on_end(self, ctx: FileContext) -> None:
-        settings = {m.name: m for m in ctx.timeline if isinstance(m, Mark) and m.kind == "setattr"
-                    and _is_true(m.value)}
-        deterministic = settings.get("torch.backends.cudnn.deterministic")
-        benchmark = settings.get("torch.backends.cudnn.benchmark")
-        if deterministic is not None and benchmark is not None and (
-                not _script_main(ctx, benchmark.scope) or _TRAINS.search(ctx.source)):
+        settings: dict[str, list[Mark]] = {}
+        for mark in ctx.timeline:
+            if isinstance(mark, Mark) and mark.kind == "setattr" and _is_true(mark.value):
+                settings.setdefault(mark.name, []).append(mark)
+        # a benchmark = True that can run with a deterministic = True: not its `else:` arm
+        benchmark = next((b for b in reversed(settings.get("torch.backends.cudnn.benchmark", ()))
+                          if any(not _exclusive(b.scope, d.scope)
+                                 for d in settings.get("torch.backends.cudnn.deterministic", ()))), None)
+        if benchmark is not None and (not _script_main(ctx, benchmark.scope) or _TRAINS.search(ctx.source)):
             ctx.report(self.info, benchmark.node,
                        "cudnn.benchmark = True autotunes to the fastest (possibly non-deterministic) kernel per "
                        "shape, defeating cudnn.deterministic = True set in this file; set benchmark = False")

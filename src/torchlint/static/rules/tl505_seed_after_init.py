@@ -53,10 +53,11 @@ class SeedAfterInit(Rule):
                     built = entry
 
 
-def _builds_model(ctx: FileContext, call: CallInfo) -> bool:
+def _builds_model(ctx: FileContext, call: CallInfo, depth: int = 0) -> bool:
     """A call whose result is a module with randomly initialised layers: a `torch.nn` layer that draws
     its weights, or an instance of one of the project's module classes (directly or through a
-    function that returns one) whose construction may draw. Pretrained models are left out, and so
+    function that returns one) whose construction may draw, or of a project class that builds such a
+    module when it is made (an RL agent's actor and critic). Pretrained models are left out, and so
     are `model.to(...)`, `model.eval()` and the like: they return the module they are called on."""
     if call.form == "method" and call.name in SAME_MODULE:
         return False
@@ -64,7 +65,22 @@ def _builds_model(ctx: FileContext, call: CallInfo) -> bool:
     if value.kind == "module":
         qual = value.qual or ""
         return qual.startswith("torch.nn.") and qual.rsplit(".", 1)[-1] in RANDOM_INIT
-    return value.kind == "instance" and value.cls is not None and value.cls.is_module and draws_when_built(value.cls)
+    if value.kind != "instance" or value.cls is None:
+        return False
+    if value.cls.is_module:
+        return draws_when_built(value.cls)
+    return _holds_model(ctx, value.cls, depth)
+
+
+def _holds_model(ctx: FileContext, cls, depth: int) -> bool:
+    """A class of the file that is no module but whose `__init__` builds one and loads no weights."""
+    body = getattr(cls.find("methods", "__init__"), "body", None)
+    if depth >= 2 or not isinstance(body, Body):
+        return False
+    calls = [entry for entry in body.walk(expand=False) if isinstance(entry, CallInfo)]
+    if any(call.name in LOADS or _writes_weights(call) for call in calls):
+        return False
+    return any(_builds_model(ctx, call, depth + 1) for call in calls)
 
 
 # contexts in which a model is built without drawing its weights: they are filled in later (loaded)
