@@ -43,7 +43,7 @@ class Expressions:
         elif value.tracked and self.scope.no_grad:
             value = value.but(tracked=False)  # computed with gradients off
         if value.zero and self.ctx.checked_expressions and isinstance(node, (cst.Call, cst.BinaryOperation)) and \
-                self.frame.lookup(checked_key(self.ctx.code(node, 10_000))) is not NOTHING:
+                checked_key(self.ctx.code(node, 10_000)) in self.frame.env:  # (this function's own names)
             value = value.but(zero=0, eps=None, checked=True)  # the same expression as a checked name's
         self.ctx.values[id(node)] = value
         return value

@@ -5,13 +5,13 @@ from __future__ import annotations
 import libcst as cst
 
 from torchlint.rule import RuleInfo
+from torchlint.static.facts.ops import is_inplace
 from torchlint.static.interpret.context import FileContext
 from torchlint.static.rules.base import Rule
 from torchlint.static.traverse import nodes_in_scope
 
 # functions returning several views of one tensor, which autograd forbids modifying in place
 MULTI_VIEW = frozenset({"split", "chunk", "unbind", "split_with_sizes"})
-NOT_WRITES = frozenset({"requires_grad_", "share_memory_", "retain_grad_"})
 _WANTED = (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.For, cst.Call)
 
 
@@ -37,14 +37,13 @@ class InplaceOnSplitOutput(Rule):
         views: dict[str, cst.Call] = {}  # name -> the split call it is a view of
         root = block.body.body if isinstance(block, cst.FunctionDef) and isinstance(block.body, cst.IndentedBlock) \
             else block.body if isinstance(block, cst.Module) else []
-        for node in _in_order(root):
+        for node in nodes_in_scope(root, _WANTED):
             if isinstance(node, cst.AugAssign):
                 self._write(ctx, views, node.target, node)
                 _unbind(views, node.target)
             elif isinstance(node, cst.Call):
                 func = node.func
-                if isinstance(func, cst.Attribute) and func.attr.value.endswith("_") and \
-                        not func.attr.value.startswith("_") and func.attr.value not in NOT_WRITES:
+                if isinstance(func, cst.Attribute) and is_inplace(func.attr.value):
                     self._write(ctx, views, func.value, node)
             elif isinstance(node, (cst.Assign, cst.AnnAssign)):
                 targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
@@ -110,8 +109,3 @@ def _names(target) -> list[str]:
 def _unbind(views: dict[str, cst.Call], target) -> None:
     for name in _names(target):
         views.pop(name, None)
-
-
-def _in_order(root):
-    """Assignments, loops and calls under ``root`` in source order, not in nested definitions."""
-    return nodes_in_scope(root, _WANTED)
