@@ -1748,6 +1748,44 @@ CASES = {
                 x1 *= 4
                 return a + b + c
         """, set()),
+    "TL314 dropout that model.eval() does not reach: F.dropout without training=, a Dropout built in forward": ("""
+        import torch.nn as nn
+        import torch.nn.functional as F
+        from torch.nn.functional import dropout
+        class Net(nn.Module):
+            def __init__(self, p=0.3):
+                super().__init__()
+                self.fc = nn.Linear(8, 8)
+                self.p = p
+            def head(self, x):
+                return dropout(x, self.p)
+            def forward(self, x):
+                x = F.dropout(self.fc(x), p=self.p)
+                x = nn.Dropout(p=0.5)(x)
+                return self.head(x)
+        """, {("TL314", 11), ("TL314", 13), ("TL314", 14)}),
+    "TL314 passing: training= given, p=0, only while training, layers from __init__, plain functions": ("""
+        import torch.nn as nn
+        import torch.nn.functional as F
+        class Net(nn.Module):
+            def __init__(self, p=0.3):
+                super().__init__()
+                self.fc = nn.Linear(8, 8)
+                self.drop = nn.Dropout(p)
+                self.p = p
+            def forward(self, x):
+                x = F.dropout(self.fc(x), p=self.p, training=self.training)
+                x = F.dropout(x, self.p, self.training)
+                x = F.dropout(x, p=0.0)
+                if self.training and self.p > 0:
+                    x = F.dropout(x, self.p)
+                    x = nn.Dropout(0.1)(x)
+                return self.drop(x)
+            def sample(self, x, noise_dropout=0.):
+                return F.dropout(x, p=noise_dropout)
+        def noisy(x):
+            return F.dropout(x, 0.5)
+        """, set()),
 }
 
 

@@ -28,6 +28,7 @@ from torchlint.static.rules.tl310_new_layer_not_optimized import NewLayerNotOpti
 from torchlint.static.rules.tl311_input_gradient_in_update import InputGradientInUpdate
 from torchlint.static.rules.tl312_evaluation_in_train_mode import EvaluationInTrainMode
 from torchlint.static.rules.tl313_inverted_step_condition import InvertedStepCondition
+from torchlint.static.rules.tl314_dropout_ignores_eval import DropoutIgnoresEval
 from torchlint.static.rules.tl401_empty_cache_in_loop import EmptyCacheInLoop
 from torchlint.static.rules.tl402_graph_kept_alive import GraphKeptAlive
 from torchlint.static.rules.tl403_synchronous_dataloader import SynchronousDataloader
@@ -127,6 +128,7 @@ STATIC_RULES: tuple[Rule, ...] = (
     InputGradientInUpdate(),
     EvaluationInTrainMode(),
     InvertedStepCondition(),
+    DropoutIgnoresEval(),
     EmptyCacheInLoop(),
     GraphKeptAlive(),
     SynchronousDataloader(),
