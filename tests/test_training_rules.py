@@ -210,7 +210,7 @@ CASES = {
                 h = self.drop(torch.sigmoid(self.fc(x)))
                 g = self.act(self.fc(x))
                 g = self.leaky(g)
-                return h + F.dropout(torch.tanh(g), 0.1, inplace=True)
+                return h + F.dropout(torch.tanh(g), 0.1, training=self.training, inplace=True)
         """, {("TL203", 16), ("TL203", 18), ("TL203", 19)}),
     "clean: in-place layers after conv/bn/linear, out-of-place layers, no_grad": ("""
         import torch
