@@ -65,7 +65,25 @@ def eval_branch(scope) -> bool:
     for test, holds in scope.gates:
         if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
             test, holds = test.expression, not holds
-        if not holds and isinstance(test, cst.Attribute) and test.attr.value == "training" and \
-                isinstance(test.value, cst.Name) and test.value.value == "self":
+        if not holds and _self_training(test):
             return True
     return False
+
+
+def training_branch(scope) -> bool:
+    """Under `if self.training:` (also `if self.training and p > 0:`): code that runs only while the
+    module trains (dropout applied by hand only then)."""
+    for test, holds in scope.gates:
+        parts = [test]
+        while parts:
+            part = parts.pop()
+            if isinstance(part, cst.BooleanOperation) and isinstance(part.operator, cst.And):
+                parts.extend((part.left, part.right))
+            elif holds and _self_training(part):
+                return True
+    return False
+
+
+def _self_training(node) -> bool:
+    return isinstance(node, cst.Attribute) and node.attr.value == "training" and \
+        isinstance(node.value, cst.Name) and node.value.value == "self"

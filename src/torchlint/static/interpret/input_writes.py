@@ -16,7 +16,7 @@ from torchlint.static.interpret.frames import positional_names
 
 # in-place tensor methods that overwrite their receiver (a trailing underscore, as torch spells them)
 _NOT_WRITES = frozenset({"requires_grad_", "share_memory_", "retain_grad_", "record_stream_", "pin_memory_"})
-_WRITING_OPERATORS = (cst.AddAssign, cst.SubtractAssign, cst.MultiplyAssign, cst.DivideAssign)
+WRITING_OPERATORS = (cst.AddAssign, cst.SubtractAssign, cst.MultiplyAssign, cst.DivideAssign)
 _MAX_STATEMENTS = 400
 _BLOCKS = (cst.BaseSuite, cst.BaseStatement, cst.BaseSmallStatement, cst.Else, cst.ExceptHandler, cst.Finally)
 
@@ -74,7 +74,7 @@ def _scan(statement, aliases: dict[str, int], writes: dict[int, list[cst.CSTNode
     elif isinstance(statement, cst.AugAssign):
         target = statement.target
         name = target.value if isinstance(target, cst.Name) else _written_name(target)
-        if name in aliases and (isinstance(statement.operator, _WRITING_OPERATORS) or not isinstance(target, cst.Name)):
+        if name in aliases and (isinstance(statement.operator, WRITING_OPERATORS) or not isinstance(target, cst.Name)):
             writes.setdefault(aliases[name], []).append(statement)
     elif isinstance(statement, cst.Expr):
         _method_write(statement.value, statement, aliases, writes)

@@ -11,7 +11,7 @@ from torchlint.static.facts.ops import MODULE_OPS
 from torchlint.static.interpret.later_backward import later_backward_reaches
 from torchlint.static.interpret.context import CallInfo, FileContext
 from torchlint.static.interpret.grad_mode import eval_branch
-from torchlint.static.interpret.input_writes import bound_names, input_writes
+from torchlint.static.interpret.input_writes import WRITING_OPERATORS, bound_names, input_writes
 from torchlint.static.rules.base import Rule
 from torchlint.static.traverse import nodes_of, simple_statements
 from torchlint.static.rules.tl202_inplace_on_leaf import is_inplace_method
@@ -251,7 +251,7 @@ def _layer_inputs_written(info: RuleInfo, ctx: FileContext) -> None:
         for small in simple_statements(list(node.body.body)):
             written = None
             if isinstance(small, cst.AugAssign) and isinstance(small.target, cst.Name) and \
-                    isinstance(small.operator, _WRITES):
+                    isinstance(small.operator, WRITING_OPERATORS):
                 written = small.target
             for call in nodes_of(small, (cst.Call,)):
                 entry = ctx.call(call)
@@ -280,7 +280,6 @@ def _layer_inputs_written(info: RuleInfo, ctx: FileContext) -> None:
                 used.pop(name, None)
 
 
-_WRITES = (cst.AddAssign, cst.SubtractAssign, cst.MultiplyAssign, cst.DivideAssign)
 _VIEWS = frozenset({"transpose", "permute", "view", "view_as", "unsqueeze", "squeeze", "t", "expand", "narrow",
                     "unflatten"})
 

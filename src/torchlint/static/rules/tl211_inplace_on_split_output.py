@@ -8,7 +8,7 @@ from torchlint.rule import RuleInfo
 from torchlint.static.facts.ops import is_inplace
 from torchlint.static.interpret.context import FileContext
 from torchlint.static.rules.base import Rule
-from torchlint.static.traverse import nodes_in_scope
+from torchlint.static.traverse import nodes_in_scope, target_names
 
 # functions returning several views of one tensor, which autograd forbids modifying in place
 MULTI_VIEW = frozenset({"split", "chunk", "unbind", "split_with_sizes"})
@@ -54,14 +54,14 @@ class InplaceOnSplitOutput(Rule):
                 for target in targets:
                     _unbind(views, target)
                     if source is not None:
-                        for name in _names(target):
-                            views[name] = source
+                        for name in target_names(target):
+                            views[name.value] = source
             elif isinstance(node, cst.For):
                 _unbind(views, node.target)
                 source = _split_of(ctx, node.iter)  # `for part in x.chunk(4): part.mul_(2)`
                 if source is not None:
-                    for name in _names(node.target):
-                        views[name] = source
+                    for name in target_names(node.target):
+                        views[name.value] = source
 
     def _write(self, ctx: FileContext, views: dict[str, cst.Call], target, node) -> None:
         while isinstance(target, cst.Subscript):  # `parts[0].mul_(2)` of `parts = x.chunk(2)`
@@ -98,14 +98,6 @@ def _split_of(ctx: FileContext, value) -> cst.Call | None:
     return value if source is not None and ctx.value(source).tracked is True else None
 
 
-def _names(target) -> list[str]:
-    if isinstance(target, cst.Name):
-        return [target.value]
-    if isinstance(target, (cst.Tuple, cst.List)):
-        return [n for element in target.elements for n in _names(element.value)]
-    return []
-
-
 def _unbind(views: dict[str, cst.Call], target) -> None:
-    for name in _names(target):
-        views.pop(name, None)
+    for name in target_names(target):
+        views.pop(name.value, None)

@@ -7,6 +7,7 @@ import libcst as cst
 from torchlint.rule import RuleInfo
 from torchlint.static.interpret.context import CallInfo, FileContext
 from torchlint.static.interpret.frames import params_of
+from torchlint.static.interpret.grad_mode import training_branch
 from torchlint.static.rules.base import Rule
 
 FUNCTIONS = frozenset({"dropout", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout", "feature_alpha_dropout"})
@@ -26,7 +27,7 @@ class DropoutIgnoresEval(Rule):
             return  # only a module's own methods: model.eval() is what should turn dropout off there
         qual = call.qual or ""
         if call.form == "function" and qual.startswith("torch.nn.functional.") and call.name in FUNCTIONS:
-            if "training" in call.kwargs or len(call.args) >= 3 or _off(ctx, call) or _training_branch(ctx, call):
+            if "training" in call.kwargs or len(call.args) >= 3 or _off(ctx, call) or training_branch(call.scope):
                 return
             reported = ctx.memo.setdefault(self.info.code, set())
             if id(ctx.enclosing[-1]) in reported:
@@ -41,7 +42,7 @@ class DropoutIgnoresEval(Rule):
         elif isinstance(call.node.func, cst.Call):
             layer = ctx.qualify(call.node.func.func) or ""
             if layer.startswith("torch.nn.") and layer.rsplit(".", 1)[-1] in LAYERS and \
-                    not _training_branch(ctx, call):
+                    not training_branch(call.scope):
                 ctx.report(
                     self.info, call.node,
                     f"`{ctx.code(call.node, 50)}` builds a new {layer.rsplit('.', 1)[-1]} at every call: it is no "
@@ -64,12 +65,4 @@ def _off(ctx: FileContext, call: CallInfo) -> bool:
             if param.name.value == p.value and param.default is not None:
                 return ctx.value(param.default).const == 0 or \
                     (isinstance(param.default, (cst.Float, cst.Integer)) and float(param.default.value) == 0)
-    return False
-
-
-def _training_branch(ctx: FileContext, call: CallInfo) -> bool:
-    """Under `if self.training:` (also `if self.training and p > 0:`): dropout only while training."""
-    for test, holds in call.scope.gates:
-        if holds and "training" in ctx.code(test, 200) and not ctx.code(test, 200).startswith("not "):
-            return True
     return False
